@@ -1,0 +1,149 @@
+"""Evaluation metrics (scikit-learn / SciPy implementations) and GLUE score aggregation.
+
+All scores are returned as fractions (accuracy 0.75, not 75.0); multiply by 100 for a leaderboard.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from scipy import stats
+from sklearn import metrics as skm
+
+from hire.data.glue import TaskSpec
+
+__all__ = ["METRIC_NAMES", "compute_metrics", "glue_score", "main_score", "task_metrics"]
+
+
+def _finite(value: float) -> float:
+    """A python float, with nan (undefined correlation, e.g. of a constant) reported as 0.0."""
+    value = float(value)
+    return 0.0 if math.isnan(value) else value
+
+
+def _accuracy(pred: np.ndarray, ref: np.ndarray) -> float:
+    return float(skm.accuracy_score(ref, pred))
+
+
+def _f1_binary(pred: np.ndarray, ref: np.ndarray) -> float:
+    # zero_division=0: no positive predicted and none true gives 0.0, without a warning.
+    return float(skm.f1_score(ref, pred, average="binary", pos_label=1, zero_division=0.0))
+
+
+def _f1_macro(pred: np.ndarray, ref: np.ndarray) -> float:
+    return float(skm.f1_score(ref, pred, average="macro", zero_division=0.0))
+
+
+def _mcc(pred: np.ndarray, ref: np.ndarray) -> float:
+    # scikit-learn already returns 0.0 when a prediction is constant; keep a guard against nan anyway.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _finite(skm.matthews_corrcoef(ref, pred))
+
+
+def _pearson(pred: np.ndarray, ref: np.ndarray) -> float:
+    if pred.size < 2:  # a correlation of one point is undefined
+        return 0.0
+    with warnings.catch_warnings():
+        # A constant input makes the correlation undefined: SciPy warns and returns nan; we report 0.0.
+        warnings.simplefilter("ignore")
+        return _finite(stats.pearsonr(pred.astype(float), ref.astype(float))[0])
+
+
+def _spearman(pred: np.ndarray, ref: np.ndarray) -> float:
+    if pred.size < 2:
+        return 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _finite(stats.spearmanr(pred.astype(float), ref.astype(float))[0])
+
+
+_METRICS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
+    "accuracy": _accuracy,
+    "f1": _f1_binary,
+    "f1_macro": _f1_macro,
+    "mcc": _mcc,
+    "pearson": _pearson,
+    "spearman": _spearman,
+}
+METRIC_NAMES: tuple[str, ...] = tuple(_METRICS)
+
+
+def compute_metrics(
+    metric_names: Sequence[str], predictions: Sequence, references: Sequence
+) -> dict[str, float]:
+    """Compute the named metrics of ``predictions`` against ``references``.
+
+    Names: "accuracy", "f1" (binary, positive label 1), "f1_macro", "mcc", "pearson", "spearman".
+    Predictions and references are class ids (ints) or, for pearson/spearman, floats. When "f1" is
+    asked for but the labels are not all 0/1 (a multi-class problem), macro F1 is computed and
+    returned under the key "f1_macro" instead. Undefined values (mcc or correlations of a constant)
+    are 0.0, never nan.
+
+    Raises:
+        ValueError: for an unknown metric name, or inputs that are empty or of different lengths.
+    """
+    pred = np.asarray(predictions)
+    ref = np.asarray(references)
+    if pred.shape != ref.shape or pred.ndim != 1:
+        raise ValueError(
+            "predictions and references must be 1-D and of equal length, "
+            f"got shapes {pred.shape} and {ref.shape}"
+        )
+    if pred.size == 0:
+        raise ValueError("cannot compute metrics on zero examples")
+    results: dict[str, float] = {}
+    for name in metric_names:
+        if name not in _METRICS:
+            raise ValueError(f"unknown metric {name!r}; valid metrics: {', '.join(METRIC_NAMES)}")
+        key = name
+        if name == "f1" and not set(np.unique(np.concatenate([pred, ref])).tolist()) <= {0, 1}:
+            key = "f1_macro"  # binary F1 is undefined for more than two classes
+        results[key] = _METRICS[key](pred, ref)
+    return results
+
+
+def main_score(metrics: dict[str, float]) -> float:
+    """A task's single score: the unweighted mean of its metrics (GLUE rule for MRPC, QQP, STS-B).
+
+    Only the metric names above count, so extra entries (a loss, a step count) are ignored.
+
+    Raises:
+        ValueError: if ``metrics`` has none of the known metric names.
+    """
+    values = [value for name, value in metrics.items() if name in _METRICS]
+    if not values:
+        raise ValueError(
+            f"no known metric among {sorted(metrics)}; expected some of {', '.join(METRIC_NAMES)}"
+        )
+    return float(np.mean(values))
+
+
+def glue_score(task_scores: dict[str, float]) -> float:
+    """The GLUE score: the unweighted mean of per-task main scores (see :func:`main_score`).
+
+    Pass one score per task. For MNLI that is the caller's mean of its matched and mismatched
+    scores, so MNLI counts once; the diagnostic set (AX) is not part of the GLUE score.
+
+    Raises:
+        ValueError: if ``task_scores`` is empty.
+    """
+    if not task_scores:
+        raise ValueError("glue_score needs at least one task score")
+    return float(np.mean(list(task_scores.values())))
+
+
+def task_metrics(task: TaskSpec | None, regression: bool, num_labels: int) -> tuple[str, ...]:
+    """The metrics to report: the spec's for a GLUE task; for user data, by problem type.
+
+    User data: ("pearson", "spearman") for regression, ("accuracy", "f1") with 2 labels,
+    ("accuracy", "f1_macro") with more.
+    """
+    if task is not None:
+        return task.metrics
+    if regression:
+        return ("pearson", "spearman")
+    return ("accuracy", "f1") if num_labels == 2 else ("accuracy", "f1_macro")
