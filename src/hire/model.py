@@ -83,7 +83,8 @@ class HireModel(nn.Module):
             loss = F.mse_loss(q, labels.float()) if self.config.regression else F.cross_entropy(q, labels)
         return ModelOutput(logits=q, loss=loss, layer_weights=head.layer_weights)
 
-    def save_pretrained(self, directory: str | Path, tokenizer: PreTrainedTokenizerBase | None = None) -> None:
+    def save_pretrained(self, directory: str | Path,
+                        tokenizer: PreTrainedTokenizerBase | None = None) -> None:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         (directory / CONFIG_NAME).write_text(json.dumps(asdict(self.config), indent=2) + "\n")
@@ -130,8 +131,9 @@ def build_model(encoder: str | PretrainedConfig, head: str = "hire", num_labels:
         enc, name = Encoder.from_pretrained(encoder), encoder
     if label_names is not None and len(label_names) != num_labels:
         raise ValueError(f"{len(label_names)} label names for {num_labels} labels")
-    config = ModelConfig(encoder=name, head=head, head_options=dict(head_options or {}), num_labels=num_labels,
-                         label_names=label_names, classifier_dropout=classifier_dropout)
+    config = ModelConfig(encoder=name, head=head, head_options=dict(head_options or {}),
+                         num_labels=num_labels, label_names=label_names,
+                         classifier_dropout=classifier_dropout)
     return HireModel(config, enc)
 
 

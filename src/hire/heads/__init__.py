@@ -18,7 +18,8 @@ from hire.heads.hire import HIRE, hire_lite
 register_head("hire", HIRE, "HIRE + fusion network, the full model (paper §2, Table 1)")
 register_head("hire-no-extractor", HIRE, "w/o HIRE: the fusion network fed with R only (Table 4)",
               extractor=False)
-register_head("hire-no-fusion", HIRE, "w/o fusion: A[:, 0] straight to the output layer (Table 4)", fusion=False)
+register_head("hire-no-fusion", HIRE, "w/o fusion: A[:, 0] straight to the output layer (Table 4)",
+              fusion=False)
 for _weighting in ("mean", "random"):
     for _layers in ("all", "last", "first"):
         if (_weighting, _layers) == ("random", "first"):
