@@ -1,0 +1,114 @@
+"""Tokenization, dynamic padding, and batches grouped by length."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch.utils.data import Dataset, Sampler
+from transformers import PreTrainedTokenizerBase
+
+from hire.data.examples import DataError, Example
+
+
+@dataclass
+class EncodedSplit(Dataset):
+    """A tokenized split: one dict of token lists per example, with its label id (or value)."""
+
+    features: list[dict[str, list[int]]]
+    labels: list[int | float] | None
+
+    def __len__(self) -> int:
+        return len(self.features)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        item = {"index": i, **self.features[i]}
+        if self.labels is not None:
+            item["labels"] = self.labels[i]
+        return item
+
+    @property
+    def lengths(self) -> list[int]:
+        return [len(f["input_ids"]) for f in self.features]
+
+
+def encode(examples: Sequence[Example], tokenizer: PreTrainedTokenizerBase, max_length: int,
+           label_names: Sequence[str] | None, labelled: bool = True) -> EncodedSplit:
+    """Tokenize sentences or pairs (truncated to ``max_length``); map labels to ids."""
+    pairs = any(e.text_b is not None for e in examples)
+    text_a = [e.text_a for e in examples]
+    text_b = [e.text_b or "" for e in examples] if pairs else None
+    enc = tokenizer(text_a, text_b, truncation=True, max_length=max_length)
+    keys = [k for k in ("input_ids", "token_type_ids") if k in enc]
+    features = [{k: enc[k][i] for k in keys} for i in range(len(examples))]
+    labels = None
+    if labelled:
+        if label_names is None:
+            labels = [float(e.label) for e in examples]  # type: ignore[arg-type]
+        else:
+            ids = {name: i for i, name in enumerate(label_names)}
+            unknown = sorted({str(e.label) for e in examples if str(e.label) not in ids})
+            if unknown:
+                raise DataError(f"labels {unknown} are not in the model's label set {list(label_names)}")
+            labels = [ids[str(e.label)] for e in examples]
+    return EncodedSplit(features, labels)
+
+
+class Collator:
+    """Pads a list of items to the batch's longest example (right padding, mask 0 at padding)."""
+
+    def __init__(self, pad_token_id: int):
+        self.pad_token_id = pad_token_id
+
+    def __call__(self, items: list[dict[str, Any]]) -> dict[str, Tensor]:
+        n = max(len(it["input_ids"]) for it in items)
+        batch: dict[str, Tensor] = {}
+        for key, pad in (("input_ids", self.pad_token_id), ("token_type_ids", 0)):
+            if key in items[0]:
+                batch[key] = torch.tensor([it[key] + [pad] * (n - len(it[key])) for it in items])
+        batch["attention_mask"] = torch.tensor([[1] * len(it["input_ids"]) + [0] * (n - len(it["input_ids"]))
+                                                for it in items])
+        batch["index"] = torch.tensor([it["index"] for it in items])
+        if "labels" in items[0]:
+            batch["labels"] = torch.tensor([it["labels"] for it in items])
+        return batch
+
+
+class LengthGroupedBatches(Sampler[list[int]]):
+    """Batches of similar length, in an order fixed by (seed, epoch), so a resumed run sees the same.
+
+    Shuffled: examples are shuffled, cut into pools of ``pool`` batches, sorted by length inside each
+    pool and cut into batches, and the batches shuffled. Not shuffled (evaluation): sorted by length.
+    """
+
+    def __init__(self, lengths: Sequence[int], batch_size: int, shuffle: bool, seed: int = 0,
+                 group_by_length: bool = True, pool: int = 50):
+        self.lengths, self.batch_size, self.shuffle = list(lengths), batch_size, shuffle
+        self.seed, self.group, self.pool, self.epoch = seed, group_by_length, pool, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return math.ceil(len(self.lengths) / self.batch_size)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        n, bs = len(self.lengths), self.batch_size
+        if not self.shuffle:
+            order = sorted(range(n), key=lambda i: -self.lengths[i]) if self.group else list(range(n))
+            yield from (order[i : i + bs] for i in range(0, n, bs))
+            return
+        g = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
+        order = torch.randperm(n, generator=g).tolist()
+        if self.group:
+            size = bs * self.pool
+            order = [i for s in range(0, n, size)
+                     for i in sorted(order[s : s + size], key=lambda i: -self.lengths[i])]
+        batches = [order[i : i + bs] for i in range(0, n, bs)]
+        if self.group:
+            batches = [batches[i] for i in torch.randperm(len(batches), generator=g).tolist()]
+        yield from batches

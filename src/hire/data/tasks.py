@@ -1,0 +1,91 @@
+"""One view of a task, whether a GLUE task or a user's own files: its splits, labels and metrics.
+
+Every split is read (and so every bad row reported) before any training starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hire.config import DataConfig
+from hire.data.examples import DataError, Example
+from hire.data.files import infer_label_names, read_table
+from hire.data.glue import get_task, read_glue_split
+from hire.metrics import task_metrics
+
+
+@dataclass
+class TaskData:
+    name: str
+    label_names: list[str] | None  # None: regression
+    metrics: tuple[str, ...]
+    train: list[Example]
+    dev: dict[str, list[Example]]  # labelled evaluation splits; the first one picks the best model
+    test: dict[str, list[Example]] = field(default_factory=dict)  # unlabelled prediction splits
+    submission_files: dict[str, str] = field(default_factory=dict)  # test split -> GLUE file name
+
+    @property
+    def regression(self) -> bool:
+        return self.label_names is None
+
+    @property
+    def num_labels(self) -> int:
+        return 1 if self.label_names is None else len(self.label_names)
+
+
+def _head(examples: list[Example], n: int | None) -> list[Example]:
+    return examples if n is None else examples[:n]
+
+
+def load_task(cfg: DataConfig, with_train: bool = True) -> TaskData:
+    """Read the task's splits as ``cfg`` says (GLUE by name, or ``task='custom'`` with files)."""
+    if cfg.task.lower() == "custom":
+        return _load_custom(cfg, with_train)
+    spec = get_task(cfg.task)
+    read = lambda split: read_glue_split(spec, split, cfg.data_dir)  # noqa: E731
+    train = _head(read("train"), cfg.max_train_examples) if with_train and "train" in spec.splits else []
+    dev = {s: _head(read(s), cfg.max_eval_examples) for s in spec.dev_splits}
+    test = {s: _head(read(s), cfg.max_eval_examples) for s in spec.test_splits}
+    submission_files = dict(spec.submission_files)
+    if spec.name == "MNLI":  # the diagnostic set is predicted with the MNLI model
+        ax = get_task("AX")
+        try:
+            test["ax"] = _head(read_glue_split(ax, "test", cfg.data_dir), cfg.max_eval_examples)
+            submission_files["ax"] = ax.submission_files["test"]
+        except DataError:
+            pass  # no diagnostic file beside MNLI: nothing to predict
+    labels = list(spec.labels) if spec.labels is not None else None
+    return TaskData(spec.name, labels, spec.metrics, train, dev, test, submission_files)
+
+
+def _load_custom(cfg: DataConfig, with_train: bool) -> TaskData:
+    if not 1 <= len(cfg.text_columns) <= 2:
+        raise DataError(f"--data.text_columns: give one or two column names, not {cfg.text_columns}")
+    if with_train and not cfg.train_file:
+        raise DataError("--data.task custom needs --data.train_file (and --data.dev_file to evaluate)")
+    if with_train and not cfg.dev_file:
+        raise DataError("--data.task custom needs --data.dev_file: a labelled file to pick the best model")
+
+    def read(path: str | None, labelled: bool) -> list[Example]:
+        if path is None:
+            return []
+        if not Path(path).is_file():
+            raise DataError(f"{path}: no such file")
+        return read_table(path, cfg.text_columns, cfg.label_column, regression=cfg.regression,
+                          require_label=labelled)
+
+    train = _head(read(cfg.train_file, True), cfg.max_train_examples) if with_train else []
+    dev = _head(read(cfg.dev_file, True), cfg.max_eval_examples)
+    test = _head(read(cfg.test_file, False), cfg.max_eval_examples)
+    labels = None if cfg.regression else list(infer_label_names(train or dev))
+    if labels is not None:
+        for split, examples, path in (("dev", dev, cfg.dev_file),):
+            unknown = sorted({str(e.label) for e in examples} - set(labels))
+            if unknown:
+                raise DataError(f"{path}: {split} labels {unknown} never occur in the training file "
+                                f"(labels: {labels})")
+    name = Path(cfg.train_file or cfg.dev_file or "custom").stem
+    metrics = task_metrics(None, cfg.regression, len(labels or [None]))
+    return TaskData(name, labels, metrics, train, {"dev": dev} if dev else {},
+                    {"test": test} if test else {})

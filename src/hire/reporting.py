@@ -1,0 +1,41 @@
+"""Tables from run folders: results are read from the files runs wrote, never from memory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def collect_runs(run_dirs: list[Path]) -> list[dict[str, Any]]:
+    rows = []
+    for run in run_dirs:
+        path = run / "metrics.json"
+        if not path.is_file():
+            raise ValueError(f"{run}: no metrics.json (the run has not finished)")
+        final = json.loads(path.read_text())
+        rows.append({"run": str(run), **final})
+    return rows
+
+
+def runs_table(rows: list[dict[str, Any]]) -> str:
+    """A Markdown table: one row per run, its dev metrics (x100), the score and the training time."""
+    metric_names: list[str] = []
+    for row in rows:
+        for split, metrics in row["dev"].items():
+            for name in metrics:
+                key = f"{split}/{name}" if len(row["dev"]) > 1 else name
+                if key not in metric_names and name != "score":
+                    metric_names.append(key)
+    header = ["run", "task", "head", *metric_names, "score", "steps", "train time", "precision"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        values = []
+        for key in metric_names:
+            split, _, name = key.rpartition("/")
+            metrics = row["dev"][split] if split else next(iter(row["dev"].values()))
+            values.append(f"{100 * metrics[name]:.2f}" if name in metrics else "")
+        lines.append("| " + " | ".join([Path(row["run"]).name, row["task"], row["head"], *values,
+                                        f"{100 * row['score']:.2f}", str(row["steps"]),
+                                        f"{row['train_seconds'] / 60:.1f} min", row["mixed_precision"]]) + " |")
+    return "\n".join(lines)

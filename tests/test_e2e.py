@@ -1,0 +1,170 @@
+"""End to end: the real ``hire`` command on a tiny random encoder and real GLUE rows, in a temp folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from safetensors.torch import load_file
+from sklearn.metrics import accuracy_score, f1_score
+from tiny import save_tiny_encoder
+
+from hire.data import default_glue_dir, read_glue_split
+
+GLUE = default_glue_dir()
+pytestmark = pytest.mark.skipif(not (GLUE / "MRPC").is_dir(), reason=f"no GLUE data at {GLUE}")
+N_TRAIN, N_EVAL = 48, 24
+
+
+def hire(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hire.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    texts = [t for split in ("train", "dev", "test") for e in read_glue_split("MRPC", split)[:N_TRAIN]
+             for t in (e.text_a, e.text_b or "")]
+    return save_tiny_encoder(tmp_path_factory.mktemp("tiny") / "encoder", texts)
+
+
+def train_args(encoder: Path, out: Path, *extra: str) -> list[str]:
+    return ["train", "--output_dir", str(out), "--data.task", "MRPC", "--model.encoder", str(encoder),
+            "--data.max_train_examples", str(N_TRAIN), "--data.max_eval_examples", str(N_EVAL),
+            "--train.batch_size", "8", "--train.max_steps", "6", "--train.eval_every", "3",
+            "--train.checkpoint_every", "2", "--train.lr", "1e-3", "--train.mixed_precision", "no", *extra]
+
+
+@pytest.fixture(scope="module")
+def finished_run(encoder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("runs") / "mrpc"
+    result = hire(*train_args(encoder, out))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out
+
+
+def test_train_writes_every_output(finished_run: Path, encoder: Path) -> None:
+    out = finished_run
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    assert config["data"]["task"] == "MRPC" and config["model"]["head"] == "hire" and config["train"]["max_steps"] == 6
+    evals = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [e["step"] for e in evals] == [3, 6]
+    assert set(evals[0]["dev"]["dev"]) == {"accuracy", "f1", "score"}
+    final = json.loads((out / "metrics.json").read_text())
+    assert final["best_step"] in (3, 6) and final["steps"] == 6
+    assert final["score"] == max(e["selection_score"] for e in evals)
+    # Dev predictions: one row per example, layer weights a distribution over l + 1 = 3 states.
+    rows = [json.loads(line) for line in (out / "predictions" / "dev.jsonl").read_text().splitlines()]
+    assert len(rows) == N_EVAL
+    assert all(len(r["layer_weights"]) == 3 and abs(sum(r["layer_weights"]) - 1) < 1e-4 for r in rows)
+    gold = [int(r["label"]) for r in rows]
+    pred = [int(r["prediction"]) for r in rows]
+    dev = final["dev"]["dev"]
+    assert dev["accuracy"] == pytest.approx(accuracy_score(gold, pred))
+    assert dev["f1"] == pytest.approx(f1_score(gold, pred))
+    # Test predictions in the GLUE submission format, zipped.
+    lines = (out / "submission" / "MRPC.tsv").read_text().splitlines()
+    assert lines[0] == "index\tprediction" and len(lines) == N_EVAL + 1
+    test_ids = [e.guid for e in read_glue_split("MRPC", "test")[:N_EVAL]]
+    assert [ln.split("\t")[0] for ln in lines[1:]] == test_ids
+    assert {ln.split("\t")[1] for ln in lines[1:]} <= {"0", "1"}
+    assert zipfile.ZipFile(out / "submission" / "glue_submission.zip").namelist() == ["MRPC.tsv"]
+    assert list((out / "tensorboard").rglob("events.out.tfevents*"))
+    assert (out / "best" / "model.safetensors").is_file() and not (out / "checkpoint").exists()
+
+
+def test_saved_model_reevaluates_to_the_same_score(finished_run: Path, tmp_path: Path) -> None:
+    result = hire("evaluate", "--model", str(finished_run / "best"), "--task", "MRPC",
+                  "--max_examples", str(N_EVAL), "--output_dir", str(tmp_path))
+    assert result.returncode == 0, result.stderr[-3000:]
+    again = json.loads((tmp_path / "metrics.json").read_text())["dev"]
+    final = json.loads((finished_run / "metrics.json").read_text())["dev"]["dev"]
+    assert again == pytest.approx(final)
+
+
+def test_interrupted_run_resumes_as_if_never_stopped(finished_run: Path, encoder: Path, tmp_path: Path) -> None:
+    out = tmp_path / "killed"
+    killed = hire(*train_args(encoder, out), env={"HIRE_TEST_KILL_AT_STEP": "5"})
+    assert killed.returncode == 137
+    assert json.loads((out / "checkpoint" / "trainer_state.json").read_text())["step"] == 4
+    resumed = hire(*train_args(encoder, out))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "Resuming" in resumed.stdout + resumed.stderr
+    # The same evaluations, the same final scores and the same best weights as the run never stopped.
+    assert (out / "metrics.jsonl").read_text() == (finished_run / "metrics.jsonl").read_text()
+    a = json.loads((out / "metrics.json").read_text())
+    b = json.loads((finished_run / "metrics.json").read_text())
+    assert a["dev"] == b["dev"] and a["best_step"] == b["best_step"]
+    wa, wb = load_file(out / "best" / "model.safetensors"), load_file(finished_run / "best" / "model.safetensors")
+    assert all(np.array_equal(wa[k].numpy(), wb[k].numpy()) for k in wb)
+
+
+def test_finished_or_foreign_runs_are_never_overwritten(finished_run: Path, encoder: Path, tmp_path: Path) -> None:
+    before = (finished_run / "metrics.json").read_text()
+    again = hire(*train_args(encoder, finished_run))
+    assert again.returncode == 2 and "finished run" in again.stderr
+    changed = hire(*train_args(encoder, finished_run, "--train.lr", "2e-3"))
+    assert changed.returncode == 2 and "train.lr" in changed.stderr
+    assert (finished_run / "metrics.json").read_text() == before
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    refused = hire(*train_args(encoder, foreign))
+    assert refused.returncode == 2 and "not empty" in refused.stderr
+    assert (foreign / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--train.lr", "fast"], "--train.lr: expected a number"),
+        (["--model.head", "hyre"], "unknown head 'hyre'"),
+        (["--model.head_options", "fusion_layers=9"], "fusion_layers must be 0-3"),
+        (["--data.task", "GLUEY"], "GLUEY"),
+        (["--train.mixed_precision", "fp8"], "invalid choice"),
+    ],
+)
+def test_bad_options_fail_with_one_clear_line(encoder: Path, tmp_path: Path, extra: list[str], message: str) -> None:
+    result = hire(*train_args(encoder, tmp_path / "run", *extra))
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "run").exists()  # nothing written for a run that never started
+
+
+def test_custom_files_train_and_predict(encoder: Path, tmp_path: Path) -> None:
+    rows = read_glue_split("MRPC", "train")[:40]
+    header = "id,first,second,similarity\n"
+    lines = [f'{i},"{e.text_a.replace(chr(34), "")}","{(e.text_b or "").replace(chr(34), "")}",{i % 5}.5\n'
+             for i, e in enumerate(rows)]
+    body = "".join(lines)
+    (tmp_path / "train.csv").write_text(header + body)
+    (tmp_path / "dev.csv").write_text(header + "".join(lines[:20]))
+    out = tmp_path / "run"
+    result = hire("train", "--output_dir", str(out), "--data.task", "custom", "--data.train_file",
+                  str(tmp_path / "train.csv"), "--data.dev_file", str(tmp_path / "dev.csv"),
+                  "--data.text_columns", "first,second", "--data.label_column", "similarity",
+                  "--data.regression", "true", "--model.encoder", str(encoder), "--model.head", "scalar-mix",
+                  "--train.max_steps", "3", "--train.batch_size", "8", "--train.mixed_precision", "no")
+    assert result.returncode == 0, result.stderr[-3000:]
+    dev = json.loads((out / "metrics.json").read_text())["dev"]["dev"]
+    assert set(dev) == {"pearson", "spearman", "score"}
+    predicted = hire("predict", "--model", str(out / "best"), "--input", str(tmp_path / "dev.csv"),
+                     "--text_columns", "first,second", "--output", str(tmp_path / "p.jsonl"))
+    assert predicted.returncode == 0, predicted.stderr[-3000:]
+    assert "examples/s" in predicted.stdout
+    assert len((tmp_path / "p.jsonl").read_text().splitlines()) == 20
+    # A malformed file: one clear error naming the file and line, before any training.
+    (tmp_path / "bad.csv").write_text(header + "".join(lines[:5]) + "7,only three,fields\n")
+    bad = hire("train", "--output_dir", str(tmp_path / "bad"), "--data.task", "custom", "--data.train_file",
+               str(tmp_path / "bad.csv"), "--data.dev_file", str(tmp_path / "dev.csv"),
+               "--data.text_columns", "first,second", "--data.label_column", "similarity",
+               "--data.regression", "true", "--model.encoder", str(encoder))
+    assert bad.returncode == 2 and "bad.csv" in bad.stderr and "line" in bad.stderr
+    assert not (tmp_path / "bad").exists()
