@@ -97,6 +97,8 @@ class HireModel(nn.Module):
                         label_names: list[str] | None = None, map_location: str = "cpu") -> HireModel:
         """Load a saved model. Asking for another label set gives it a new, freshly initialised
         final projection (W2, b2), as when fine-tuning RTE from an MNLI model."""
+        if num_labels is not None and label_names is not None and len(label_names) != num_labels:
+            raise ValueError(f"{len(label_names)} label names for {num_labels} labels")
         config = load_config(directory)
         model = cls(config, Encoder.from_config(config.encoder_config))
         load_model(model, str(Path(directory) / WEIGHTS_NAME), device=map_location)

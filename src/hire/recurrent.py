@@ -37,11 +37,11 @@ def reverse_within_length(x: Tensor, lengths: Tensor) -> Tensor:
     return x.gather(0, index)
 
 
-def compute_dtype(device: torch.device) -> torch.dtype:
-    """The dtype autocast would use for matrix products on ``device`` (float32 when autocast is off)."""
+def compute_dtype(device: torch.device, weight_dtype: torch.dtype) -> torch.dtype:
+    """The dtype of the matrix products: autocast's where it is on, else the weights' own."""
     if torch.is_autocast_enabled(device.type):
         return torch.get_autocast_dtype(device.type)
-    return torch.float32
+    return weight_dtype
 
 
 class _GRURecurrence(torch.autograd.Function):
@@ -50,16 +50,18 @@ class _GRURecurrence(torch.autograd.Function):
     forward(gi (D, T, N, 3h), w_hh (D, 3h, h), b_hh (D, 3h)) -> outputs (D, T, N, h), with PyTorch's
     gate order (r, z, n):  r = σ(gi_r + gh_r),  z = σ(gi_z + gh_z),  n = tanh(gi_n + r * gh_n),
     h_t = (1 - z) * n + z * h_{t-1},  gh = W_hh h_{t-1} + b_hh.
-    The state and the gates stay in float32; only the matrix products use ``dtype`` (bf16 under autocast).
+    The state and the gates stay in at least float32; only the matrix products use ``dtype`` (bf16 under
+    autocast, or with bf16 weights).
     """
 
     @staticmethod
     def forward(ctx, gi: Tensor, w_hh: Tensor, b_hh: Tensor, dtype: torch.dtype) -> Tensor:
         D, T, N, G = gi.shape
         h = G // 3
-        gi = gi.float()
+        acc = torch.promote_types(torch.float32, w_hh.dtype)  # the state's dtype: float32 or float64
+        gi = gi.to(acc)
         w_t = w_hh.transpose(1, 2).to(dtype)  # (D, h, 3h)
-        bias = b_hh.float().unsqueeze(1)  # (D, 1, 3h)
+        bias = b_hh.to(acc).unsqueeze(1)  # (D, 1, 3h)
         # Everything direction-major, so that the backward's large products read contiguous memory.
         states = gi.new_empty(D, T + 1, N, h)  # states[:, 0] is the zero initial state
         states[:, 0] = 0
@@ -68,10 +70,10 @@ class _GRURecurrence(torch.autograd.Function):
         ghn_all = gi.new_empty(D, T, N, h)
         for t in range(T):
             state = states[:, t]  # (D, N, h)
-            if dtype == torch.float32:
+            if dtype == acc:
                 gh = torch.baddbmm(bias, state, w_t)  # (D, N, 3h)
             else:
-                gh = torch.bmm(state.to(dtype), w_t).float().add_(bias)
+                gh = torch.bmm(state.to(dtype), w_t).to(acc).add_(bias)
             gi_t = gi[:, t]  # (D, N, 3h)
             rz = torch.sigmoid(gi_t[..., : 2 * h] + gh[..., : 2 * h], out=rz_all[:, t])
             ghn = ghn_all[:, t]
@@ -88,7 +90,7 @@ class _GRURecurrence(torch.autograd.Function):
         dtype = ctx.dtype
         D, T, N, h = n_all.shape
         w = w_hh.to(dtype)  # (D, 3h, h)
-        grad_out = grad_out.float()  # (D, T, N, h)
+        grad_out = grad_out.to(states.dtype)  # (D, T, N, h)
         d_gi = grad_out.new_empty(D, T, N, 3 * h)  # gradients of the gate pre-activations
         d_gh = grad_out.new_empty(D, T, N, 3 * h)
         dh = grad_out.new_zeros(D, N, h)
@@ -102,10 +104,10 @@ class _GRURecurrence(torch.autograd.Function):
             torch.mul(dn * ghn_all[:, t], r * (1 - r), out=d_gi_t[..., :h])  # dr
             d_gh_t[..., : 2 * h] = d_gi_t[..., : 2 * h]
             torch.mul(dn, r, out=d_gh_t[..., 2 * h :])
-            if dtype == torch.float32:
+            if dtype == states.dtype:
                 dh = torch.baddbmm(dh * z, d_gh_t, w)  # dh_prev = z dh + W_hh^T dgh
             else:
-                dh = torch.bmm(d_gh_t.to(dtype), w).float().add_(dh * z)
+                dh = torch.bmm(d_gh_t.to(dtype), w).to(dh.dtype).add_(dh * z)
         # Weight gradients: one product over all time steps, not one per step.
         flat_dgh = d_gh.view(D, T * N, 3 * h).to(dtype)
         flat_prev = states[:, :-1].reshape(D, T * N, h).to(dtype)
@@ -116,7 +118,7 @@ class _GRURecurrence(torch.autograd.Function):
 
 def gru_recurrence(gi: Tensor, w_hh: Tensor, b_hh: Tensor) -> Tensor:
     """Run ``D`` GRU recurrences over projected inputs ``gi`` (D, T, N, 3h); returns (D, T, N, h)."""
-    dtype = compute_dtype(gi.device)
+    dtype = compute_dtype(gi.device, w_hh.dtype)
     with torch.autocast(gi.device.type, enabled=False):
         return _GRURecurrence.apply(gi, w_hh, b_hh, dtype)
 
@@ -124,7 +126,8 @@ def gru_recurrence(gi: Tensor, w_hh: Tensor, b_hh: Tensor) -> Tensor:
 def gru_first_step(x0: Tensor, w_ih: Tensor, b_ih: Tensor, b_hh: Tensor) -> Tensor:
     """One GRU step from a zero state: (N, F) -> (N, h). With h_0 = 0, W_hh h_0 vanishes."""
     h = b_hh.shape[0] // 3
-    gi = F.linear(x0, w_ih, b_ih).float()  # (N, 3h)
+    gi = F.linear(x0, w_ih, b_ih)
+    gi = gi.to(torch.promote_types(gi.dtype, torch.float32))  # (N, 3h)
     r = torch.sigmoid(gi[:, :h] + b_hh[:h])
     z = torch.sigmoid(gi[:, h : 2 * h] + b_hh[h : 2 * h])
     n = torch.tanh(gi[:, 2 * h :] + r * b_hh[2 * h :])
@@ -168,6 +171,8 @@ class BiGRU(nn.Module):
         params = [self._params(layer, rev) for rev in directions]
         w_ih, w_hh, b_ih, b_hh = (torch.stack([p[i] for p in params]) for i in range(4))
         D, T, N, F_in = x2.shape
+        if not torch.is_autocast_enabled(x2.device.type):
+            x2 = x2.to(w_ih.dtype)  # the layer below hands over its float32 states
         gi = torch.baddbmm(b_ih.unsqueeze(1), x2.reshape(D, T * N, F_in), w_ih.transpose(1, 2))
         return gru_recurrence(gi.view(D, T, N, -1), w_hh, b_hh)  # (D, T, N, h)
 

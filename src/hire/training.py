@@ -55,6 +55,19 @@ def param_groups(model: HireModel, cfg: RunConfig) -> list[dict[str, Any]]:
             for (is_encoder, decay), ps in groups.items()]
 
 
+def training_step(model: torch.nn.Module, batch: dict[str, torch.Tensor], accelerator: Accelerator,
+                  optimizer: torch.optim.Optimizer, scheduler: Any, max_grad_norm: float) -> float:
+    """One optimizer step on one batch (forward, backward, clipping, step); returns the loss."""
+    batch = {k: v for k, v in batch.items() if k != "index"}
+    loss = model(**batch).loss
+    accelerator.backward(loss)
+    accelerator.clip_grad_norm_(model.parameters(), max_grad_norm)
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad()
+    return loss.item()
+
+
 # For the resume tests only: the process dies abruptly after this optimizer step.
 _KILL_AT_STEP = int(os.environ.get("HIRE_TEST_KILL_AT_STEP", "0"))
 
@@ -161,20 +174,14 @@ class Trainer:
                     torch.set_rng_state(torch.tensor(state.rng, dtype=torch.uint8))
                     state.rng = None
                 for batch in iterator:
-                    batch.pop("index")
-                    loss = self.model(**batch).loss
-                    acc.backward(loss)
-                    acc.clip_grad_norm_(self.model.parameters(), t.max_grad_norm)
-                    self.optimizer.step()
-                    self.scheduler.step()
-                    self.optimizer.zero_grad()
+                    loss = training_step(self.model, batch, acc, self.optimizer, self.scheduler, t.max_grad_norm)
                     state.step += 1
-                    state.add_loss(loss.item())
+                    state.add_loss(loss)
                     if state.step == _KILL_AT_STEP:  # tests: die like `kill -9`, with no clean-up at all
                         os._exit(137)
                     bar.update(1)
                     bar.set_postfix(loss=f"{state.running_loss():.4f}", best=state.best_score)
-                    acc.log({"train/loss": loss.item(), "train/lr": self.scheduler.get_last_lr()[0]},
+                    acc.log({"train/loss": loss, "train/lr": self.scheduler.get_last_lr()[0]},
                             step=state.step)
                     end_of_epoch = state.step % self.steps_per_epoch == 0
                     if (t.eval_every and state.step % t.eval_every == 0) or (not t.eval_every and end_of_epoch) \

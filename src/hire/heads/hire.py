@@ -107,7 +107,7 @@ class HIRE(Head):
     @staticmethod
     def _fixed_scores(L1: int, weighting: str, layers: str, k: int | None, seed: int) -> Tensor:
         """Table 5's fixed s: the mean, or a softmax of random values drawn once, over the chosen states."""
-        k = L1 if layers == "all" else (k or default_k(L1))
+        k = L1 if layers == "all" else (default_k(L1) if k is None else k)
         if not 1 <= k <= L1:
             raise ValueError(f"k must be between 1 and the number of hidden states ({L1}), not {k}")
         chosen = torch.arange(L1 - k, L1) if layers == "last" else torch.arange(k)

@@ -1,0 +1,64 @@
+"""What the benchmark scripts share: the machine's description and the batches they time."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+from typing import Any
+
+import torch
+
+from hire.data import read_glue_split
+from hire.data.batching import Collator, LengthGroupedBatches, encode
+
+
+def machine_info() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    import transformers
+
+    info = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "cpu": cpu,
+            "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
+            "transformers": transformers.__version__, "python": platform.python_version()}
+    if torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name()
+    return info
+
+
+def make_batches(tokenizer: Any, length: str, batch_size: int, n: int, seed: int = 0) -> list[dict[str, torch.Tensor]]:
+    """``n`` training batches: random tokens at a fixed length (every token real), or the first
+    length-grouped batches of a real GLUE task's training set ("cola", "rte")."""
+    g = torch.Generator().manual_seed(seed)
+    if length.isdigit():
+        t = int(length)
+        ids = torch.randint(1000, tokenizer.vocab_size - 1, (n, batch_size, t), generator=g)
+        ids[:, :, 0], ids[:, :, -1] = tokenizer.cls_token_id, tokenizer.sep_token_id
+        labels = torch.randint(0, 2, (n, batch_size), generator=g)
+        return [{"input_ids": ids[i], "attention_mask": torch.ones_like(ids[i]),
+                 "token_type_ids": torch.zeros_like(ids[i]), "labels": labels[i]} for i in range(n)]
+    task = {"cola": "CoLA", "rte": "RTE", "mrpc": "MRPC", "sst2": "SST-2"}[length.lower()]
+    examples = read_glue_split(task, "train")
+    split = encode(examples, tokenizer, 128, ["0", "1"] if task != "RTE" else ["entailment", "not_entailment"])
+    sampler = LengthGroupedBatches(split.lengths, batch_size, shuffle=True, seed=seed)
+    collate = Collator(tokenizer.pad_token_id)
+    batches = []
+    for indices in sampler:
+        batch = collate([split[i] for i in indices])
+        batch.pop("index")
+        batches.append(batch)
+        if len(batches) == n:
+            break
+    return batches
+
+
+def reset_accelerate() -> None:
+    """Accelerate keeps one global state per process; reset it before an Accelerator of other settings."""
+    from accelerate.state import AcceleratorState, GradientState
+
+    AcceleratorState._reset_state(True)
+    GradientState._reset_state()
