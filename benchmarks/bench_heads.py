@@ -33,6 +33,7 @@ from naive_hire import make_naive
 from report import write_report
 
 from hire import build_model, head_names, load_tokenizer
+from hire.training import make_optimizer
 
 
 def peak_rss_during(fn: Any) -> tuple[Any, float]:
@@ -62,7 +63,7 @@ def autocast(precision: str) -> torch.autocast:
 
 
 def train_step_times(model: torch.nn.Module, batches: list[dict], precision: str, reps: int) -> list[float]:
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, betas=(0.9, 0.98), eps=1e-6)
+    optimizer = make_optimizer(model.parameters(), 1e-5, (0.9, 0.98), 1e-6)
     model.train()
     times = []
     for i in range(reps + 1):  # the first step warms up (allocator, kernels)
@@ -118,7 +119,8 @@ def count_flops(model: torch.nn.Module, batch: dict) -> dict[str, float]:
 def bench_heads(args: argparse.Namespace, tokenizer: Any) -> list[dict[str, Any]]:
     heads = head_names() if args.heads == "all" else args.heads.split(",")
     heads = ["last-layer", *[h for h in heads if h != "last-layer"]]
-    records = []
+    records: list[dict[str, Any]] = []
+    macs: dict[tuple[str, str], dict[str, float]] = {}
     for precision in args.precisions.split(","):
         for length in args.lengths.split(","):
             batches = make_batches(tokenizer, length, args.batch_size, args.reps, seed=0)
@@ -135,20 +137,17 @@ def bench_heads(args: argparse.Namespace, tokenizer: Any) -> list[dict[str, Any]
                     batches = [{k: v.cuda() for k, v in b.items()} for b in batches]
                 times, peak = peak_rss_during(
                     lambda m=model, b=batches, p=precision: train_step_times(m, b, p, args.reps))
-                flops = count_flops(model, batches[0]) if precision == args.precisions.split(",")[0] else {}
+                if (head, length) not in macs:  # the arithmetic does not depend on the precision
+                    macs[head, length] = count_flops(model, batches[0])
                 rec = {"head": head, "precision": precision, "seq_len": length, "mean_tokens": mean_len,
                        "batch_size": args.batch_size, "step_seconds": statistics.median(times),
                        "step_seconds_all": times, "peak_memory_mib": round(peak, 1),
-                       "inference_examples_per_second": inference_rate(model, batches, precision), **flops}
+                       "inference_examples_per_second": inference_rate(model, batches, precision),
+                       **macs[head, length]}
                 if head == "last-layer":
                     base = rec
                 rec["ratio_to_last_layer"] = rec["step_seconds"] / base["step_seconds"]
-                if not flops:  # the arithmetic does not depend on the precision
-                    flops = next(r for r in records if r["head"] == head and r["seq_len"] == length)
-                    rec.update({k: v for k, v in flops.items() if k.startswith("macs_")})
-                rec["arithmetic_ratio"] = rec["macs_train_step"] / base.get(
-                    "macs_train_step", next(r for r in records if r["head"] == "last-layer"
-                                            and r["seq_len"] == length)["macs_train_step"])
+                rec["arithmetic_ratio"] = rec["macs_train_step"] / base["macs_train_step"]
                 records.append(rec)
                 print(f"{precision:5s} {length:>5s} {head:18s} {rec['step_seconds']:7.3f} s  "
                       f"x{rec['ratio_to_last_layer']:.2f} (arith x{rec['arithmetic_ratio']:.2f})  "
