@@ -154,6 +154,8 @@ def bench_heads(args: argparse.Namespace, tokenizer: Any) -> list[dict[str, Any]
                       f"{rec['inference_examples_per_second']:7.1f} ex/s  {rec['peak_memory_mib']:7.1f} MiB",
                       flush=True)
                 del model
+            if args.partial:  # keep what is measured so far: a long suite can be cut short
+                args.partial.write_text(json.dumps(records) + "\n")
     return records
 
 
@@ -172,6 +174,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.time()
+    args.partial = out / "partial.json"
     tokenizer = load_tokenizer(args.encoder)
     records = bench_heads(args, tokenizer)
     trainer = []
@@ -180,8 +183,10 @@ def main() -> None:
 
         reset_accelerate()
         trainer = compare_with_trainer(args, tokenizer)
+    args.partial.unlink(missing_ok=True)
+    settings = {k: v for k, v in vars(args).items() if k != "partial"}
     result = {"machine": machine_info(), "command": " ".join(sys.argv), "seconds": round(time.time() - start),
-              "settings": vars(args), "records": records, "trainer_comparison": trainer}
+              "settings": settings, "records": records, "trainer_comparison": trainer}
     (out / "results.json").write_text(json.dumps(result, indent=1) + "\n")
     write_report(result, out / "report.md")
     print(f"wrote {out / 'results.json'} and {out / 'report.md'} in {result['seconds']} s")

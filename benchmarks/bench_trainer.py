@@ -91,7 +91,7 @@ def theirs(encoder: str, batches: list[dict], precision: str, tokenizer: Any) ->
     return sum(len(b["input_ids"]) for b in batches[WARMUP:]) / (clock.end - clock.start)
 
 
-def compare_with_trainer(args: argparse.Namespace, tokenizer: Any, steps: int = 8) -> list[dict[str, Any]]:
+def compare_with_trainer(args: argparse.Namespace, tokenizer: Any, steps: int = 12) -> list[dict[str, Any]]:
     records = []
     for precision in args.precisions.split(","):
         for length in ("32", "128", "cola"):

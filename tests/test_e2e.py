@@ -168,3 +168,20 @@ def test_custom_files_train_and_predict(encoder: Path, tmp_path: Path) -> None:
                "--data.regression", "true", "--model.encoder", str(encoder))
     assert bad.returncode == 2 and "bad.csv" in bad.stderr and "line" in bad.stderr
     assert not (tmp_path / "bad").exists()
+
+
+def test_fine_tune_from_an_earlier_model_with_another_label_set(finished_run: Path, tmp_path: Path) -> None:
+    """RTE from the MRPC model (labels 0/1 -> entailment/not_entailment): a new output projection."""
+    out = tmp_path / "rte"
+    result = hire("train", "--output_dir", str(out), "--data.task", "RTE", "--model.init_from",
+                  str(finished_run / "best"), "--data.max_train_examples", "16", "--data.max_eval_examples", "8",
+                  "--train.batch_size", "8", "--train.max_steps", "1", "--train.lr", "0",
+                  "--train.mixed_precision", "no")
+    assert result.returncode == 0, result.stderr[-3000:]
+    config = json.loads((out / "best" / "config.json").read_text())
+    assert config["label_names"] == ["entailment", "not_entailment"] and config["head"] == "hire"
+    before = load_file(finished_run / "best" / "model.safetensors")
+    after = load_file(out / "best" / "model.safetensors")
+    # With a learning rate of 0, everything but the new output projection is the MRPC model's.
+    assert all(np.array_equal(before[k].numpy(), after[k].numpy()) for k in before if not k.startswith("output.out"))
+    assert not np.array_equal(before["output.out.weight"].numpy(), after["output.out.weight"].numpy())

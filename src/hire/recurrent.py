@@ -47,80 +47,88 @@ def compute_dtype(device: torch.device, weight_dtype: torch.dtype) -> torch.dtyp
 class _GRURecurrence(torch.autograd.Function):
     """``D`` independent GRU recurrences over precomputed input projections, from a zero state.
 
-    forward(gi (D, T, N, 3h), w_hh (D, 3h, h), b_hh (D, 3h)) -> outputs (D, T, N, h), with PyTorch's
-    gate order (r, z, n):  r = σ(gi_r + gh_r),  z = σ(gi_z + gh_z),  n = tanh(gi_n + r * gh_n),
-    h_t = (1 - z) * n + z * h_{t-1},  gh = W_hh h_{t-1} + b_hh.
+    forward(gi (D, T, N, 3h), w_hh (D, 3h, h), b_hn (D, h), last (N,)) -> (outputs (D, T, N, h),
+    finals (D, N, h) = outputs[:, last[i], i]), with PyTorch's gate order (r, z, n):
+        r = σ(gi_r + W_hr h_{t-1}),  z = σ(gi_z + W_hz h_{t-1}),  n = tanh(gi_n + r * (W_hn h_{t-1} + b_hn)),
+        h_t = (1 - z) * n + z * h_{t-1}
+    where ``gi`` already holds the input projections plus b_ih and b_hr, b_hz (they only add up).
     The state and the gates stay in at least float32; only the matrix products use ``dtype`` (bf16 under
-    autocast, or with bf16 weights).
+    autocast, or with bf16 weights). Gradients that are not needed are never materialised: a layer whose
+    outputs nobody reads costs no full-size zero gradient.
     """
 
     @staticmethod
-    def forward(ctx, gi: Tensor, w_hh: Tensor, b_hh: Tensor, dtype: torch.dtype) -> Tensor:
+    def forward(ctx, gi: Tensor, w_hh: Tensor, b_hn: Tensor, last: Tensor, dtype: torch.dtype):
+        ctx.set_materialize_grads(False)
         D, T, N, G = gi.shape
         h = G // 3
         acc = torch.promote_types(torch.float32, w_hh.dtype)  # the state's dtype: float32 or float64
-        gi = gi.to(acc)
+        bias_n = b_hn.to(acc).unsqueeze(1)  # (D, 1, h)
         w_t = w_hh.transpose(1, 2).to(dtype)  # (D, h, 3h)
-        bias = b_hh.to(acc).unsqueeze(1)  # (D, 1, 3h)
         # Everything direction-major, so that the backward's large products read contiguous memory.
-        states = gi.new_empty(D, T + 1, N, h)  # states[:, 0] is the zero initial state
+        states = torch.empty(D, T + 1, N, h, dtype=acc, device=gi.device)  # states[:, 0]: the zero state
         states[:, 0] = 0
-        rz_all = gi.new_empty(D, T, N, 2 * h)
-        n_all = gi.new_empty(D, T, N, h)
-        ghn_all = gi.new_empty(D, T, N, h)
+        rz_all = torch.empty(D, T, N, 2 * h, dtype=acc, device=gi.device)
+        n_all = torch.empty_like(states[:, 1:])
+        ghn_all = torch.empty_like(n_all)  # W_hn h + b_hn
         for t in range(T):
             state = states[:, t]  # (D, N, h)
-            if dtype == acc:
-                gh = torch.baddbmm(bias, state, w_t)  # (D, N, 3h)
-            else:
-                gh = torch.bmm(state.to(dtype), w_t).to(acc).add_(bias)
+            gh = torch.bmm(state.to(dtype), w_t)  # (D, N, 3h), in the products' dtype
             gi_t = gi[:, t]  # (D, N, 3h)
-            rz = torch.sigmoid(gi_t[..., : 2 * h] + gh[..., : 2 * h], out=rz_all[:, t])
-            ghn = ghn_all[:, t]
-            ghn.copy_(gh[..., 2 * h :])
-            n = torch.tanh(torch.addcmul(gi_t[..., 2 * h :], rz[..., :h], ghn), out=n_all[:, t])
+            rz = torch.add(gi_t[..., : 2 * h], gh[..., : 2 * h], out=rz_all[:, t]).sigmoid_()
+            ghn = torch.add(gh[..., 2 * h :], bias_n, out=ghn_all[:, t])
+            n = torch.addcmul(gi_t[..., 2 * h :], rz[..., :h], ghn, out=n_all[:, t]).tanh_()
             torch.lerp(n, state, rz[..., h:], out=states[:, t + 1])  # n + z * (h_prev - n)
-        ctx.save_for_backward(w_hh, states, rz_all, n_all, ghn_all)
-        ctx.dtype = dtype
-        return states[:, 1:]
+        ctx.save_for_backward(w_hh, states, rz_all, n_all, ghn_all, last)
+        ctx.dtype, ctx.gi_dtype = dtype, gi.dtype
+        finals = states[:, last + 1, torch.arange(N, device=gi.device)]  # (D, N, h)
+        return states[:, 1:], finals
 
     @staticmethod
-    def backward(ctx, grad_out: Tensor):  # type: ignore[override]
-        w_hh, states, rz_all, n_all, ghn_all = ctx.saved_tensors
+    def backward(ctx, grad_out: Tensor | None, grad_finals: Tensor | None):  # type: ignore[override]
+        w_hh, states, rz_all, n_all, ghn_all, last = ctx.saved_tensors
         dtype = ctx.dtype
         D, T, N, h = n_all.shape
         w = w_hh.to(dtype)  # (D, 3h, h)
-        grad_out = grad_out.to(states.dtype)  # (D, T, N, h)
-        d_gi = grad_out.new_empty(D, T, N, 3 * h)  # gradients of the gate pre-activations
-        d_gh = grad_out.new_empty(D, T, N, 3 * h)
-        dh = grad_out.new_zeros(D, N, h)
+        ends: dict[int, list[int]] = {}  # time step -> the sequences whose final state it is
+        if grad_finals is not None:
+            for i, t in enumerate(last.tolist()):
+                ends.setdefault(t, []).append(i)
+            ends_idx = {t: torch.tensor(ix, device=w.device) for t, ix in ends.items()}
+        d_gi = torch.empty(D, T, N, 3 * h, dtype=ctx.gi_dtype, device=w.device)  # grads of gate pre-activations
+        d_gh = torch.empty(D, T, N, 3 * h, dtype=dtype, device=w.device)  # ... of W_hh h (+ b_hn)
+        dh = states.new_zeros(D, N, h)
         for t in range(T - 1, -1, -1):
-            dh = dh + grad_out[:, t]
-            h_prev, n = states[:, t], n_all[:, t]
-            r, z = rz_all[:, t, :, :h], rz_all[:, t, :, h:]
-            d_gi_t, d_gh_t = d_gi[:, t], d_gh[:, t]
-            dn = torch.mul(dh * (1 - z), 1 - n * n, out=d_gi_t[..., 2 * h :])  # h = n + z (h_prev - n)
-            torch.mul(dh * (h_prev - n), z * (1 - z), out=d_gi_t[..., h : 2 * h])  # dz
-            torch.mul(dn * ghn_all[:, t], r * (1 - r), out=d_gi_t[..., :h])  # dr
+            if grad_out is not None:
+                dh.add_(grad_out[:, t])
+            if t in ends:
+                dh.index_add_(1, ends_idx[t], grad_finals[:, ends_idx[t]].to(dh.dtype))
+            n, rz = n_all[:, t], rz_all[:, t]
+            d_gi_t = d_gi[:, t]
+            dh_1mz = torch.addcmul(dh, dh, rz[..., h:], value=-1)  # dh (1 - z), through h = n + z (h_prev - n)
+            dn = torch.addcmul(dh_1mz, dh_1mz, n * n, value=-1)  # and n = tanh(.)
+            d_gi_t[..., 2 * h :] = dn
+            drz = torch.cat([dn * ghn_all[:, t], dh * (states[:, t] - n)], dim=-1)  # d r, d z after σ
+            torch.mul(drz, torch.addcmul(rz, rz, rz, value=-1), out=d_gi_t[..., : 2 * h])  # σ' = s (1 - s)
+            d_gh_t = d_gh[:, t]
             d_gh_t[..., : 2 * h] = d_gi_t[..., : 2 * h]
-            torch.mul(dn, r, out=d_gh_t[..., 2 * h :])
-            if dtype == states.dtype:
-                dh = torch.baddbmm(dh * z, d_gh_t, w)  # dh_prev = z dh + W_hh^T dgh
-            else:
-                dh = torch.bmm(d_gh_t.to(dtype), w).to(dh.dtype).add_(dh * z)
+            torch.mul(dn, rz[..., :h], out=d_gh_t[..., 2 * h :])
+            dh = (dh - dh_1mz).add_(torch.bmm(d_gh_t, w))  # dh_prev = z dh + W_hh^T d_gh
         # Weight gradients: one product over all time steps, not one per step.
-        flat_dgh = d_gh.view(D, T * N, 3 * h).to(dtype)
         flat_prev = states[:, :-1].reshape(D, T * N, h).to(dtype)
-        d_w = torch.bmm(flat_dgh.transpose(1, 2), flat_prev).to(w_hh.dtype)  # (D, 3h, h)
-        d_b = d_gh.sum(dim=(1, 2)).to(w_hh.dtype)  # (D, 3h)
-        return d_gi, d_w, d_b, None
+        d_w = torch.bmm(d_gh.view(D, T * N, 3 * h).transpose(1, 2), flat_prev).to(w_hh.dtype)  # (D, 3h, h)
+        d_bn = d_gh[..., 2 * h :].sum(dim=(1, 2), dtype=states.dtype).to(w_hh.dtype)  # (D, h)
+        return d_gi, d_w, d_bn, None, None
 
 
-def gru_recurrence(gi: Tensor, w_hh: Tensor, b_hh: Tensor) -> Tensor:
-    """Run ``D`` GRU recurrences over projected inputs ``gi`` (D, T, N, 3h); returns (D, T, N, h)."""
+def gru_recurrence(gi: Tensor, w_hh: Tensor, b_hn: Tensor, last: Tensor) -> tuple[Tensor, Tensor]:
+    """Run ``D`` GRU recurrences over projected inputs ``gi`` (D, T, N, 3h) that include b_ih, b_hr, b_hz.
+
+    Returns the outputs (D, T, N, h) and the final states (D, N, h) at time ``last`` (N,).
+    """
     dtype = compute_dtype(gi.device, w_hh.dtype)
     with torch.autocast(gi.device.type, enabled=False):
-        return _GRURecurrence.apply(gi, w_hh, b_hh, dtype)
+        return _GRURecurrence.apply(gi, w_hh, b_hn, last, dtype)
 
 
 def gru_first_step(x0: Tensor, w_ih: Tensor, b_ih: Tensor, b_hh: Tensor) -> Tensor:
@@ -162,19 +170,21 @@ class BiGRU(nn.Module):
         return (getattr(g, "weight_ih" + sfx), getattr(g, "weight_hh" + sfx),
                 getattr(g, "bias_ih" + sfx), getattr(g, "bias_hh" + sfx))
 
-    def _run(self, x2: Tensor, layer: int, directions: tuple[bool, ...]) -> Tensor:
+    def _run(self, x2: Tensor, layer: int, directions: tuple[bool, ...], last: Tensor) -> tuple[Tensor, Tensor]:
         """One layer's recurrences, inputs (D, T, N, F) already in each direction's time order.
 
-        The input projections of every time step and both directions are one batched product.
-        Returns (D, T, N, h).
+        The input projections of every time step and both directions are one batched product, whose bias
+        also carries b_hr and b_hz. Returns the outputs (D, T, N, h) and the final states (D, N, h).
         """
         params = [self._params(layer, rev) for rev in directions]
         w_ih, w_hh, b_ih, b_hh = (torch.stack([p[i] for p in params]) for i in range(4))
+        h = self.hidden_size
         D, T, N, F_in = x2.shape
         if not torch.is_autocast_enabled(x2.device.type):
             x2 = x2.to(w_ih.dtype)  # the layer below hands over its float32 states
-        gi = torch.baddbmm(b_ih.unsqueeze(1), x2.reshape(D, T * N, F_in), w_ih.transpose(1, 2))
-        return gru_recurrence(gi.view(D, T, N, -1), w_hh, b_hh)  # (D, T, N, h)
+        bias = b_ih + torch.cat([b_hh[:, : 2 * h], torch.zeros_like(b_hh[:, 2 * h :])], dim=-1)
+        gi = torch.baddbmm(bias.unsqueeze(1), x2.reshape(D, T * N, F_in), w_ih.transpose(1, 2))
+        return gru_recurrence(gi.view(D, T, N, 3 * h), w_hh, b_hh[:, 2 * h :], last)
 
     def _run_cudnn(self, x: Tensor, layer: int, reverse: bool) -> Tensor:
         """One direction with cuDNN: x (T, N, F) already in its time order -> (T, N, h)."""
@@ -190,18 +200,22 @@ class BiGRU(nn.Module):
         idx = idx.unsqueeze(-1).expand(-1, -1, -1, layer_in.shape[-1])
         return layer_in.unsqueeze(0).expand(len(directions), *layer_in.shape).gather(1, idx)
 
-    def _run_layer(self, layer_in: Tensor, layer: int, index: Tensor,
-                   directions: tuple[bool, ...]) -> Tensor:
-        """(T, N, F) -> (D, T, N, h) outputs of the chosen directions, backward still reversed."""
+    def _run_layer(self, layer_in: Tensor, layer: int, index: Tensor, last: Tensor,
+                   directions: tuple[bool, ...]) -> tuple[Tensor, Tensor]:
+        """(T, N, F) -> outputs (D, T, N, h) of the chosen directions (backward still reversed) and their
+        final states (D, N, h)."""
         if layer_in.is_cuda:
-            return torch.stack([self._run_cudnn(layer_in.gather(0, index.unsqueeze(-1).expand_as(layer_in))
-                                                if rev else layer_in, layer, rev) for rev in directions])
-        return self._run(self._directions(layer_in, index, directions), layer, directions)
+            out = torch.stack([self._run_cudnn(layer_in.gather(0, index.unsqueeze(-1).expand_as(layer_in))
+                                               if rev else layer_in, layer, rev) for rev in directions])
+            return out, out[:, last, torch.arange(len(last), device=last.device)]
+        return self._run(self._directions(layer_in, index, directions), layer, directions, last)
 
-    def forward(self, x: Tensor, lengths: Tensor, first_token_only: bool = False) -> tuple[Tensor, Tensor]:
-        N, T, _ = x.shape
+    def forward(self, x: Tensor, lengths: Tensor, first_token_only: bool = False, need_outputs: bool = True,
+                ) -> tuple[Tensor | None, Tensor]:
+        """x (N, T, F), lengths (N,) -> (last layer's outputs (N, T, 2h), or (N, 1, 2h) with
+        ``first_token_only``, or None without ``need_outputs``; final states (N, 2L, h))."""
+        T = x.shape[1]
         lengths = lengths.to(x.device)
-        batch = torch.arange(N, device=x.device)
         last = (lengths - 1).clamp(min=0)
         t = torch.arange(T, device=x.device).unsqueeze(1)
         index = torch.where(t < lengths, lengths - 1 - t, t)  # (T, N): reversal within each length
@@ -214,12 +228,14 @@ class BiGRU(nn.Module):
                 # Only position 0 is used: the backward direction in full, the forward one for one step.
                 w_ih_f, _, b_ih_f, b_hh_f = self._params(layer, False)
                 first_f = gru_first_step(layer_in[0], w_ih_f, b_ih_f, b_hh_f)  # (N, h)
-                first_b = self._run_layer(layer_in, layer, index, (True,))[0, last, batch]  # (N, h)
+                first_b = self._run_layer(layer_in, layer, index, last, (True,))[1][0]  # state at position 0
                 finals.append(first_b)
                 first = torch.cat([first_f.to(first_b.dtype), first_b], dim=-1)  # (N, 2h)
                 return first.unsqueeze(1), torch.stack(finals, dim=1)
-            out = self._run_layer(layer_in, layer, index, (False, True))  # (2, T, N, h)
-            finals += [out[0, last, batch], out[1, last, batch]]  # forward and backward finals (N, h)
+            out, fin = self._run_layer(layer_in, layer, index, last, (False, True))  # (2, T, N, h), (2, N, h)
+            finals += [fin[0], fin[1]]  # forward final at the last real token, backward at the first
+            if layer == self.num_layers - 1 and not need_outputs:
+                return None, torch.stack(finals, dim=1)
             out_b = out[1].gather(0, index.unsqueeze(-1).expand_as(out[1]))  # back to the input's order
             layer_in = torch.cat([out[0], out_b], dim=-1)  # (T, N, 2h)
         return layer_in.transpose(0, 1), torch.stack(finals, dim=1)  # (N, T, 2h), (N, 2L, h)

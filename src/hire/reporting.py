@@ -6,6 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from hire.data.glue import GLUE_TASKS
+from hire.metrics import glue_score
+
 
 def collect_runs(run_dirs: list[Path]) -> list[dict[str, Any]]:
     rows = []
@@ -38,4 +41,15 @@ def runs_table(rows: list[dict[str, Any]]) -> str:
         lines.append("| " + " | ".join([Path(row["run"]).name, row["task"], row["head"], *values,
                                         f"{100 * row['score']:.2f}", str(row["steps"]),
                                         f"{row['train_seconds'] / 60:.1f} min", row["mixed_precision"]]) + " |")
-    return "\n".join(lines)
+    return "\n".join(lines + glue_scores(rows))
+
+
+def glue_scores(rows: list[dict[str, Any]]) -> list[str]:
+    """Per head, the GLUE score (mean of task scores) over the GLUE tasks its runs cover (two at least)."""
+    by_head: dict[str, dict[str, float]] = {}
+    for row in rows:
+        if row["task"] in GLUE_TASKS and row["task"] != "AX":  # MNLI's score is already the m/mm mean
+            by_head.setdefault(row["head"], {})[row["task"]] = row["score"]
+    lines = [f"GLUE score of {head} over {len(tasks)} tasks ({', '.join(tasks)}): {100 * glue_score(tasks):.2f}"
+             for head, tasks in by_head.items() if len(tasks) > 1]
+    return ["", *lines] if lines else []

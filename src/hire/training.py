@@ -212,6 +212,7 @@ class Trainer:
     def finish(self) -> dict[str, Any]:
         """Reload the best model; write dev predictions (with layer weights), test submissions, metrics."""
         acc, out = self.accelerator, self.out
+        acc.wait_for_everyone()  # the main process has written best/
         best = HireModel.from_pretrained(out / "best")
         best = acc.prepare(best)
         final: dict[str, Any] = {"task": self.task.name, "head": self.cfg.model.head,

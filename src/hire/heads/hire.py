@@ -130,7 +130,7 @@ class HIRE(Head):
             x, lengths = window_means(x, masks, self.stride)
         else:
             lengths = masks.sum(-1)
-        _, finals = self.extractor(x, lengths)  # (L1*B, 2 * layers, h_e)
+        _, finals = self.extractor(x, lengths, need_outputs=False)  # (L1*B, 2 * layers, h_e)
         u = finals.reshape(L1, B, -1)  # eq. 2: (l+1, B, 4d)
         alpha = F.relu(self.score(u)).squeeze(-1)  # eq. 3: (l+1, B)
         return torch.softmax(alpha.float(), dim=0).transpose(0, 1)  # eq. 4: (B, l+1)
