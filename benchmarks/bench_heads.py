@@ -39,6 +39,8 @@ from hire.training import make_optimizer
 def peak_rss_during(fn: Any) -> tuple[Any, float]:
     """Run ``fn``; return its result and the process's peak resident memory above the start (MiB)."""
     proc, start, peak, done = psutil.Process(), psutil.Process().memory_info().rss, [0], threading.Event()
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
 
     def sample() -> None:
         while not done.is_set():

@@ -210,3 +210,23 @@ def test_reverse_within_length():
     y = torch.arange(12.0).view(4, 3)
     torch.testing.assert_close(reverse_within_length(y, torch.tensor([4, 2, 3])),
                                torch.tensor([[9.0, 4, 8], [6, 1, 5], [3, 7, 2], [0, 10, 11]]))
+
+
+@pytest.mark.parametrize("first_token_only", [False, True])
+def test_cudnn_path_matches_the_step_loop(monkeypatch, first_token_only):
+    """The per-direction path that CUDA takes (``torch._VF.gru``, which also runs on CPU) gives the same
+    outputs, final states and gradients as the CPU step loop."""
+    x, lengths = make_inputs()
+    bigru = make_bigru(2)
+    fast_out, fast_finals = bigru(x, lengths, first_token_only=first_token_only)
+    params = list(bigru.parameters())
+    fast_grads = torch.autograd.grad(weighted_loss(fast_out[:, :1], fast_finals, lengths), params, allow_unused=True)
+    monkeypatch.setattr(BiGRU, "use_cudnn", staticmethod(lambda t: True))
+    out, finals = bigru(x, lengths, first_token_only=first_token_only)
+    grads = torch.autograd.grad(weighted_loss(out[:, :1], finals, lengths), params, allow_unused=True)
+    real = real_mask(LENGTHS)[:, : out.shape[1]]
+    torch.testing.assert_close(out[real], fast_out[real], atol=1e-5, rtol=0)
+    torch.testing.assert_close(finals, fast_finals, atol=1e-5, rtol=0)
+    for a, b, p in zip(grads, fast_grads, params, strict=True):  # an unused weight's gradient is zero
+        torch.testing.assert_close(torch.zeros_like(p) if a is None else a,
+                                   torch.zeros_like(p) if b is None else b, atol=1e-4, rtol=0)
