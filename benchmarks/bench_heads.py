@@ -15,6 +15,9 @@ record per head, precision and length) and ``report.md`` into ``--out``.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
+import gc
 import json
 import statistics
 import sys
@@ -33,11 +36,24 @@ from naive_hire import make_naive
 from report import write_report
 
 from hire import build_model, head_names, load_tokenizer
+from hire.runtime import keep_freed_memory
 from hire.training import make_optimizer
 
 
+def release_freed_memory() -> None:
+    """Hand freed heap back to the OS, so that resident memory measures what is live (glibc only)."""
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
 def peak_rss_during(fn: Any) -> tuple[Any, float]:
-    """Run ``fn``; return its result and the process's peak resident memory above the start (MiB)."""
+    """Run ``fn``; return its result and the process's peak resident memory above the start (MiB).
+
+    On CPU this samples the resident set every 5 ms after releasing freed memory, so it is the growth of
+    live memory during ``fn`` (model, optimizer state and activations of the step), not an allocator total.
+    """
+    release_freed_memory()
     proc, start, peak, done = psutil.Process(), psutil.Process().memory_info().rss, [0], threading.Event()
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
@@ -176,6 +192,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.time()
+    keep_freed_memory()  # as the hire command does (hire.runtime)
     args.partial = out / "partial.json"
     tokenizer = load_tokenizer(args.encoder)
     records = bench_heads(args, tokenizer)

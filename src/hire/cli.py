@@ -161,6 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from hire.runtime import keep_freed_memory
+
+    keep_freed_memory()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -95,27 +95,28 @@ class _GRURecurrence(torch.autograd.Function):
             for i, t in enumerate(last.tolist()):
                 ends.setdefault(t, []).append(i)
             ends_idx = {t: torch.tensor(ix, device=w.device) for t, ix in ends.items()}
-        d_gi = torch.empty(D, T, N, 3 * h, dtype=ctx.gi_dtype, device=w.device)  # grads of gate pre-activations
-        d_gh = torch.empty(D, T, N, 3 * h, dtype=dtype, device=w.device)  # ... of W_hh h (+ b_hn)
+        # d_gh: gradients of the gate pre-activations' W_hh h (+ b_hn) parts, in the products' dtype; those
+        # of the input projections are the same for r and z, and dn (without the factor r) for n.
+        d_gh = torch.empty(D, T, N, 3 * h, dtype=dtype, device=w.device)
+        d_n = torch.empty(D, T, N, h, dtype=dtype, device=w.device)
         dh = states.new_zeros(D, N, h)
         for t in range(T - 1, -1, -1):
             if grad_out is not None:
                 dh.add_(grad_out[:, t])
             if t in ends:
                 dh.index_add_(1, ends_idx[t], grad_finals[:, ends_idx[t]].to(dh.dtype))
-            n, rz = n_all[:, t], rz_all[:, t]
-            d_gi_t = d_gi[:, t]
+            n, rz, d_gh_t = n_all[:, t], rz_all[:, t], d_gh[:, t]
             dh_1mz = torch.addcmul(dh, dh, rz[..., h:], value=-1)  # dh (1 - z), through h = n + z (h_prev - n)
             dn = torch.addcmul(dh_1mz, dh_1mz, n * n, value=-1)  # and n = tanh(.)
-            d_gi_t[..., 2 * h :] = dn
-            drz = torch.cat([dn * ghn_all[:, t], dh * (states[:, t] - n)], dim=-1)  # d r, d z after σ
-            torch.mul(drz, torch.addcmul(rz, rz, rz, value=-1), out=d_gi_t[..., : 2 * h])  # σ' = s (1 - s)
-            d_gh_t = d_gh[:, t]
-            d_gh_t[..., : 2 * h] = d_gi_t[..., : 2 * h]
-            torch.mul(dn, rz[..., :h], out=d_gh_t[..., 2 * h :])
+            d_n[:, t] = dn
+            sig = torch.addcmul(rz, rz, rz, value=-1)  # σ' = s (1 - s), for r and z together
+            torch.mul(dn * ghn_all[:, t], sig[..., :h], out=d_gh_t[..., :h])  # d r
+            torch.mul(dh * (states[:, t] - n), sig[..., h:], out=d_gh_t[..., h : 2 * h])  # d z
+            torch.mul(dn, rz[..., :h], out=d_gh_t[..., 2 * h :])  # d (W_hn h + b_hn) = dn * r
             dh = (dh - dh_1mz).add_(torch.bmm(d_gh_t, w))  # dh_prev = z dh + W_hh^T d_gh
+        d_gi = torch.cat([d_gh[..., : 2 * h], d_n], dim=-1).to(ctx.gi_dtype)  # (D, T, N, 3h)
         # Weight gradients: one product over all time steps, not one per step.
-        flat_prev = states[:, :-1].reshape(D, T * N, h).to(dtype)
+        flat_prev = states[:, :-1].to(dtype).view(D, T * N, h)  # one copy: slice and cast together
         d_w = torch.bmm(d_gh.view(D, T * N, 3 * h).transpose(1, 2), flat_prev).to(w_hh.dtype)  # (D, 3h, h)
         d_bn = d_gh[..., 2 * h :].sum(dim=(1, 2), dtype=states.dtype).to(w_hh.dtype)  # (D, h)
         return d_gi, d_w, d_bn, None, None

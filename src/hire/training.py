@@ -100,13 +100,15 @@ class Trainer:
         # The loader's own generator keeps its start-up draw off the global random state (exact resume).
         loader = DataLoader(self.train_split, batch_sampler=self.sampler, generator=torch.Generator(),
                             collate_fn=Collator(self.tokenizer.pad_token_id))
-        self.steps_per_epoch = len(loader)
-        self.total_steps = t.max_steps or t.epochs * self.steps_per_epoch
         optimizer = make_optimizer(param_groups(self.model, cfg), t.lr, (t.adam_beta1, t.adam_beta2), t.adam_eps)
-        scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(t.warmup_ratio * self.total_steps),
-                                                    self.total_steps)
-        self.model, self.optimizer, self.loader, self.scheduler = self.accelerator.prepare(
-            self.model, optimizer, loader, scheduler)
+        self.model, self.optimizer, self.loader = self.accelerator.prepare(self.model, optimizer, loader)
+        self.steps_per_epoch = len(self.loader)  # per process, once the batches are shared out
+        self.total_steps = t.max_steps or t.epochs * self.steps_per_epoch
+        # A prepared scheduler advances once per process at every step: count the steps of all processes.
+        n = self.accelerator.num_processes
+        scheduler = get_linear_schedule_with_warmup(self.optimizer, n * math.ceil(t.warmup_ratio * self.total_steps),
+                                                    n * self.total_steps)
+        self.scheduler = self.accelerator.prepare(scheduler)
         self.dev_loaders = {s: self.accelerator.prepare(eval_loader(sp, t.batch_size, self.tokenizer.pad_token_id))
                             for s, sp in self.dev_splits.items()}
 
