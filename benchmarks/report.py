@@ -65,7 +65,8 @@ def write_report(result: dict[str, Any], path: Path) -> None:
              + f"; torch {m['torch']}, transformers {m['transformers']}; {m['date']}. "
              f"The suite took {result['seconds'] / 60:.1f} min: `{result['command']}`.", "",
              f"Batch {records[0]['batch_size']}; a training step is forward + backward + AdamW step; the median "
-             "of the timed steps after one warm-up. `cola` and `rte` are the first length-grouped training "
+             "of the timed steps, each batch seen once before (kernels are built per shape). `cola` and `rte` "
+             "are the first length-grouped training "
              "batches of those tasks (their mean padded length in brackets). Arithmetic ratio: the training "
              "step's multiply-adds (counted by `torch.utils.flop_counter`) over the last-layer head's.", "",
              "## Targets", "", *targets(records, trainer), ""]

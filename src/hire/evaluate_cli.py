@@ -69,7 +69,8 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     encoded = encode(examples, tokenizer, args.max_length, None, labelled=False)
     preds = predict(model, acc.prepare(eval_loader(encoded, args.batch_size, tokenizer.pad_token_id)), acc)
     output = Path(args.output or Path(args.input).with_suffix(".predictions.jsonl"))
-    write_predictions(output, examples, preds, config.label_names if not config.regression else None)
+    names = None if config.regression else (config.label_names or [str(i) for i in range(config.num_labels)])
+    write_predictions(output, examples, preds, names)
     print(f"{len(examples)} examples in {preds.seconds:.2f} s: {preds.examples_per_second:.1f} examples/s "
           f"({acc.mixed_precision} precision, batch {args.batch_size}); predictions in {output}")
     return 0
