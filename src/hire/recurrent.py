@@ -30,11 +30,15 @@ def reverse_within_length(x: Tensor, lengths: Tensor) -> Tensor:
     The permutation is its own inverse.
     """
     T, N = x.shape[0], x.shape[1]
-    t = torch.arange(T, device=x.device).unsqueeze(1)  # (T, 1)
-    lens = lengths.to(x.device).unsqueeze(0)  # (1, N)
-    index = torch.where(t < lens, lens - 1 - t, t)  # (T, N)
+    index = reversal_index(lengths.to(x.device), T)  # (T, N)
     index = index.view(T, N, *([1] * (x.dim() - 2))).expand_as(x)
     return x.gather(0, index)
+
+
+def reversal_index(lengths: Tensor, T: int) -> Tensor:
+    """(T, N): the time step each position takes its value from when reversed within its length."""
+    t = torch.arange(T, device=lengths.device).unsqueeze(1)  # (T, 1)
+    return torch.where(t < lengths, lengths - 1 - t, t)
 
 
 def compute_dtype(device: torch.device, weight_dtype: torch.dtype) -> torch.dtype:
@@ -223,8 +227,7 @@ class BiGRU(nn.Module):
         T = x.shape[1]
         lengths = lengths.to(x.device)
         last = (lengths - 1).clamp(min=0)
-        t = torch.arange(T, device=x.device).unsqueeze(1)
-        index = torch.where(t < lengths, lengths - 1 - t, t)  # (T, N): reversal within each length
+        index = reversal_index(lengths, T)  # (T, N): reversal within each length
         layer_in = x.transpose(0, 1)  # (T, N, F)
         finals: list[Tensor] = []
         for layer in range(self.num_layers):
