@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from hire.config import DataConfig
 from hire.data import (
     GLUE_TASKS,
     DataError,
@@ -17,7 +18,9 @@ from hire.data import (
     infer_label_names,
     read_glue_split,
     read_table,
+    task_text_columns,
 )
+from hire.data.tasks import load_task
 
 GLUE_DIR = default_glue_dir()
 needs_glue = pytest.mark.skipif(
@@ -234,10 +237,10 @@ RTE_HEAD = "index\tsentence1\tsentence2\tlabel\n"
 
 def test_missing_data_and_bad_split(tmp_path: Path) -> None:
     assert_error(
-        lambda: read_glue_split("rte", "dev", tmp_path), "RTE", None, "'dev'", "--data-dir", "HIRE_GLUE_DIR"
+        lambda: read_glue_split("rte", "dev", tmp_path), "RTE", None, "'dev'", "--data.data_dir", "HIRE_GLUE_DIR"
     )
     (tmp_path / "RTE").mkdir()
-    assert_error(lambda: read_glue_split("rte", "dev", tmp_path), "dev.tsv", None, "--data-dir")
+    assert_error(lambda: read_glue_split("rte", "dev", tmp_path), "dev.tsv", None, "--data.data_dir")
     assert_error(
         lambda: read_glue_split("rte", "validation", tmp_path), "validation", None, "train, dev, test"
     )
@@ -357,3 +360,50 @@ def test_infer_label_names() -> None:
     )
     with pytest.raises(DataError):
         infer_label_names([Example("0", "t", None, 0.5)])
+
+
+# ---------------------------------------------------------------- labels of evaluation files, custom tasks
+
+
+def test_read_table_refuses_labels_outside_the_known_set(tmp_path: Path) -> None:
+    path = write(tmp_path / "dev.csv", "text,label\na,pos\nb,neg\nc,positive\n")
+    assert_error(lambda: read_table(path, ["text"], "label", labels=["neg", "pos"]), "dev.csv", 4,
+                 "'positive'", "['neg', 'pos']", "the training file")
+    assert len(read_table(path, ["text"], "label", labels=["neg", "pos", "positive"])) == 3
+    unlabelled = write(tmp_path / "test.csv", "text,label\na,\nb,pos\n")  # empty labels are not typos
+    assert [e.label for e in read_table(unlabelled, ["text"], "label", require_label=False, labels=["pos"])] == [
+        None, "pos"]
+    with pytest.raises(DataError, match="'label' is also the label column"):
+        read_table(path, ["label"], "label")
+
+
+def custom_task(tmp_path: Path, dev: str, test: str | None = None, **options) -> DataConfig:
+    train = write(tmp_path / "train.csv", "text,label\na,pos\nb,neg\nc,pos\n")
+    paths = {"dev_file": str(write(tmp_path / "dev.csv", dev))}
+    if test is not None:
+        paths["test_file"] = str(write(tmp_path / "test.csv", test))
+    return DataConfig(task="custom", train_file=str(train), text_columns=["text"], **paths, **options)
+
+
+def test_custom_task_evaluation_labels_must_be_training_labels(tmp_path: Path) -> None:
+    task = load_task(custom_task(tmp_path, "text,label\nd,neg\n", "text,label\ne,\nf,pos\n"))
+    assert task.label_names == ["neg", "pos"] and len(task.test["test"]) == 2
+    assert_error(lambda: load_task(custom_task(tmp_path, "text,label\nd,neg\ne,Pos\n")), "dev.csv", 3, "'Pos'",
+                 "train.csv")
+    assert_error(lambda: load_task(custom_task(tmp_path, "text,label\nd,neg\n", "text,label\ne,positive\n")),
+                 "test.csv", 2, "'positive'", "train.csv")
+    # With --data.max_train_examples the labels are those of the rows used, and the message says so.
+    assert_error(lambda: load_task(custom_task(tmp_path, "text,label\nd,neg\n", max_train_examples=1)),
+                 "dev.csv", 2, "'neg'", "its first 1 rows")
+
+
+@pytest.mark.parametrize("option", ["max_train_examples", "max_eval_examples"])
+def test_negative_example_limits_are_errors_not_rows_dropped_from_the_end(tmp_path: Path, option: str) -> None:
+    with pytest.raises(DataError, match=f"--data.{option}: must be >= 1, not -1"):
+        load_task(custom_task(tmp_path, "text,label\nd,neg\n", **{option: -1}))
+
+
+def test_task_text_columns() -> None:
+    assert task_text_columns("CoLA") == ("sentence",) and task_text_columns("sst2") == ("sentence",)
+    assert task_text_columns("RTE") == ("sentence1", "sentence2")
+    assert all(1 <= len(task_text_columns(name)) <= 2 for name in GLUE_TASKS)

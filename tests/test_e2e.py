@@ -89,23 +89,6 @@ def test_saved_model_reevaluates_to_the_same_score(finished_run: Path, tmp_path:
     assert again == pytest.approx(final)
 
 
-def test_interrupted_run_resumes_as_if_never_stopped(finished_run: Path, encoder: Path, tmp_path: Path) -> None:
-    out = tmp_path / "killed"
-    killed = hire(*train_args(encoder, out), env={"HIRE_TEST_KILL_AT_STEP": "5"})
-    assert killed.returncode == 137
-    assert json.loads((out / "checkpoint" / "trainer_state.json").read_text())["step"] == 4
-    resumed = hire(*train_args(encoder, out))
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "Resuming" in resumed.stdout + resumed.stderr
-    # The same evaluations, the same final scores and the same best weights as the run never stopped.
-    assert (out / "metrics.jsonl").read_text() == (finished_run / "metrics.jsonl").read_text()
-    a = json.loads((out / "metrics.json").read_text())
-    b = json.loads((finished_run / "metrics.json").read_text())
-    assert a["dev"] == b["dev"] and a["best_step"] == b["best_step"]
-    wa, wb = load_file(out / "best" / "model.safetensors"), load_file(finished_run / "best" / "model.safetensors")
-    assert all(np.array_equal(wa[k].numpy(), wb[k].numpy()) for k in wb)
-
-
 def test_finished_or_foreign_runs_are_never_overwritten(finished_run: Path, encoder: Path, tmp_path: Path) -> None:
     before = (finished_run / "metrics.json").read_text()
     again = hire(*train_args(encoder, finished_run))

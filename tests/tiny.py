@@ -18,7 +18,8 @@ def tiny_bert_config(vocab_size: int = 99, layers: int = 2) -> BertConfig:
                       intermediate_size=37, max_position_embeddings=160)
 
 
-def save_tiny_encoder(directory: Path, texts: Iterable[str], layers: int = 2, max_words: int = 2000) -> Path:
+def save_tiny_encoder(directory: Path, texts: Iterable[str], layers: int = 2, max_words: int = 2000,
+                      dropout: float = 0.1) -> Path:
     """A random 32-wide BERT with a word-level vocabulary built from ``texts`` (the rest is [UNK])."""
     words = Counter(w for t in texts for w in re.findall(r"\w+|[^\w\s]", t.lower()))
     vocab = SPECIALS + [w for w, _ in words.most_common(max_words)]
@@ -26,6 +27,8 @@ def save_tiny_encoder(directory: Path, texts: Iterable[str], layers: int = 2, ma
     (directory / "vocab.txt").write_text("\n".join(vocab) + "\n")
     tokenizer = BertTokenizerFast(vocab_file=str(directory / "vocab.txt"), do_lower_case=True)
     torch.manual_seed(0)
-    BertModel(tiny_bert_config(len(vocab), layers)).save_pretrained(directory)
+    config = tiny_bert_config(len(vocab), layers)
+    config.hidden_dropout_prob = config.attention_probs_dropout_prob = dropout
+    BertModel(config).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory

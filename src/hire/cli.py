@@ -2,25 +2,26 @@
 
 ``hire train`` takes its options from the typed configuration in :mod:`hire.config` (``--train.lr``,
 ``--model.head`` ...), optionally on top of a YAML file (``--config configs/rte-minilm.yaml``).
-Bad options and bad data stop the command with one line naming the option, file or line at fault
-(set ``HIRE_DEBUG=1`` for the full traceback).
+Bad options and bad data stop the command, before anything on disk changes, with one line naming the
+option, file or line at fault (exit status 2); so do a full disk or a read-only folder, naming the path.
+An interrupted command says so in one line (exit status 130). ``HIRE_DEBUG=1`` shows full tracebacks.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import json
 import os
 import sys
 import types
 import typing
-from typing import Any, Literal, get_args, get_origin, get_type_hints
+from typing import Any, Literal, NoReturn, get_args, get_origin
 
 import yaml
 
-from hire.config import ConfigError, RunConfig, from_dict, load_yaml
-from hire.data.examples import DataError
+from hire.config import ConfigError, RunConfig, did_you_mean, from_dict, load_yaml, option_fields
 
 _TRUE, _FALSE = {"true", "yes", "1", "on"}, {"false", "no", "0", "off"}
 
@@ -69,7 +70,9 @@ def _parse_mapping(value: Any, option: str) -> dict[str, Any]:
             parsed = json.loads(text)
         except json.JSONDecodeError as err:
             raise ConfigError(f"{option}: not valid JSON ({err})") from err
-        return dict(parsed)
+        if not isinstance(parsed, dict):
+            raise ConfigError(f"{option}: expected a JSON object, not {text}")
+        return parsed
     result = {}
     for pair in text.split(","):
         key, sep, raw = pair.partition("=")
@@ -77,16 +80,6 @@ def _parse_mapping(value: Any, option: str) -> dict[str, Any]:
             raise ConfigError(f"{option}: expected key=value pairs separated by commas, got {pair!r}")
         result[key.strip()] = yaml.safe_load(raw)
     return result
-
-
-def _leaves(cls: type, prefix: str = "") -> list[tuple[str, Any, dataclasses.Field]]:
-    hints, out = get_type_hints(cls), []
-    for f in dataclasses.fields(cls):
-        if dataclasses.is_dataclass(hints[f.name]):
-            out += _leaves(hints[f.name], f"{prefix}{f.name}.")
-        else:
-            out.append((prefix + f.name, hints[f.name], f))
-    return out
 
 
 def _default_text(f: dataclasses.Field) -> str:
@@ -103,7 +96,7 @@ def _metavar(tp: Any) -> str:
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:
     groups: dict[str, argparse._ArgumentGroup] = {}
-    for name, tp, f in _leaves(RunConfig):
+    for name, tp, f in option_fields(RunConfig):
         section = name.split(".")[0] if "." in name else "run"
         group = groups.setdefault(section, parser.add_argument_group(f"{section} options"))
         choices = get_args(tp) if get_origin(tp) is Literal else None
@@ -112,13 +105,15 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_run_config(args: argparse.Namespace) -> RunConfig:
-    """Defaults <- the YAML file (``--config``) <- command-line options, type-checked."""
+    """Defaults <- the YAML file (``--config``) <- command-line options, type-checked, then validated."""
     values: dict[str, Any] = load_yaml(args.config) if args.config else {}
     where = f"--config {args.config}" if args.config else "options"
-    types_by_name = {name: tp for name, tp, _ in _leaves(RunConfig)}
+    types_by_name = {name: tp for name, tp, _ in option_fields(RunConfig)}
     flat = {}
     for section, content in values.items():  # check and convert the file's values
-        if isinstance(content, dict) and section in ("data", "model", "train"):
+        if section in ("data", "model", "train"):
+            if not isinstance(content, dict):
+                raise ConfigError(f"{where}: {section} must be a mapping of options, not {content!r}")
             flat.update({f"{section}.{k}": v for k, v in content.items()})
         else:
             flat[section] = content
@@ -126,28 +121,43 @@ def resolve_run_config(args: argparse.Namespace) -> RunConfig:
     nested: dict[str, Any] = {}
     for name, value in flat.items():
         if name not in types_by_name:
-            raise ConfigError(f"{where}: unknown option {name!r}")
+            raise ConfigError(f"{where}: unknown option {name!r}{did_you_mean(name, types_by_name)}")
         section, _, key = name.rpartition(".")
         target = nested.setdefault(section, {}) if section else nested
         target[key] = coerce(value, types_by_name[name], f"--{name}")
-    return from_dict(RunConfig, nested, where)
+    cfg = from_dict(RunConfig, nested, where)
+    cfg.validate()
+    return cfg
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
+    cfg = resolve_run_config(args)  # every option checked before torch is even imported
     from hire.training import train
 
-    cfg = resolve_run_config(args)
     final = train(cfg)
     print(json.dumps({"task": final["task"], "head": final["head"], "score": round(final["score"], 4),
                       "dev": final["dev"]}, indent=2))
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from hire import evaluate_cli
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line, with the closest option to a misspelt one."""
 
-    parser = argparse.ArgumentParser(prog="hire", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands: dict[str, argparse.ArgumentParser]  # the top-level parser's commands, by name
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("unrecognized arguments: "):
+            message += did_you_mean(message.split()[2].partition("=")[0], self._option_string_actions)
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> _Parser:
+    from hire import evaluate_cli
+    from hire.experiments import cli as experiment_cli
+    from hire.probing import cli as probe_cli
+
+    parser = _Parser(prog="hire", description=__doc__.split("\n\n")[0],
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     train = sub.add_parser("train", help="fine-tune an encoder with a head on a GLUE task or your own data",
                            description="Fine-tune an encoder with a head (default: HIRE) on a GLUE task or "
@@ -157,21 +167,57 @@ def build_parser() -> argparse.ArgumentParser:
     add_config_options(train)
     train.set_defaults(func=_cmd_train)
     evaluate_cli.add_commands(sub)
+    experiment_cli.add_commands(sub)
+    probe_cli.add_commands(sub)
+    parser.commands = sub.choices  # unknown options are reported by the command's own parser
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    from hire.runtime import keep_freed_memory
+_OS_REASONS = {
+    errno.ENOSPC: "no space left on the device; free some space and run the same command again",
+    errno.EDQUOT: "disk quota exceeded; free some space and run the same command again",
+    errno.EROFS: "read-only file system",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.EISDIR: "a folder, not a file",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.ENOENT: "no such file or folder",
+}
 
-    keep_freed_memory()
-    parser = build_parser()
-    args = parser.parse_args(argv)
+
+def describe_os_error(err: OSError) -> str:
+    """One line for a failed file operation: the path(s), then what went wrong."""
+    if err.errno is None:  # raised with a message of its own
+        return str(err)
+    reason = _OS_REASONS.get(err.errno) or err.strerror or str(err)
+    paths = " -> ".join(str(p) for p in (err.filename, err.filename2) if p is not None)
+    return f"{paths}: {reason}" if paths else reason
+
+
+def main(argv: list[str] | None = None) -> int:
+    command = "hire"
     try:
+        from hire.runtime import keep_freed_memory
+
+        keep_freed_memory()
+        parser = build_parser()
+        args, unknown = parser.parse_known_args(argv)
+        command = f"hire {args.command}"
+        if unknown:
+            parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
         return args.func(args)
-    except (ConfigError, DataError, ValueError, FileNotFoundError) as err:
+    except KeyboardInterrupt:
         if os.environ.get("HIRE_DEBUG"):
             raise
-        print(f"hire {args.command}: error: {err}", file=sys.stderr)
+        resume = "; run the same command again to resume from the last checkpoint" if command == "hire train" else ""
+        print(f"{command}: interrupted{resume}", file=sys.stderr)
+        return 130
+    except (OSError, ValueError) as err:  # ConfigError and DataError are ValueErrors
+        if os.environ.get("HIRE_DEBUG"):
+            raise
+        message = describe_os_error(err) if isinstance(err, OSError) else str(err)
+        print(f"{command}: error: {' '.join(line.strip() for line in message.splitlines() if line.strip())}",
+              file=sys.stderr)
         return 2
 
 
@@ -179,4 +225,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["build_parser", "coerce", "main", "resolve_run_config"]
+__all__ = ["build_parser", "coerce", "describe_os_error", "main", "resolve_run_config"]

@@ -3,16 +3,31 @@
 A run is data: its resolved configuration is written to the run folder as ``config.yaml``, and any
 such file (or a named one in ``configs/``) can be passed back with ``--config``. Command-line options
 (``--train.lr 3e-5``) override the file, which overrides the defaults.
+
+:meth:`RunConfig.validate` checks every option (type, range, the files and folders it names, the encoder,
+the head and its options) before anything on disk changes, and raises :class:`ConfigError` with a message
+that starts with the option at fault: ``--train.lr: must be >= 0, not -1.0``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import math
+import types
+import typing
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 import yaml
+
+MIN_MAX_LENGTH = 8  # tokens: room for a pair's special tokens (4 for RoBERTa) and some text of each side
+
+
+class ConfigError(ValueError):
+    """A bad option or configuration file; the message starts with the option or file at fault."""
 
 
 def _f(default: Any, help: str, **kw: Any) -> Any:
@@ -37,6 +52,33 @@ class DataConfig:
     max_train_examples: int | None = _f(None, "use only the first N training examples (quick runs)")
     max_eval_examples: int | None = _f(None, "use only the first N examples of each evaluation split")
 
+    def validate(self) -> None:
+        """The task and the files it names; a GLUE task takes none of the custom task's options."""
+        from hire.checks import check_input_file, check_text_columns
+        from hire.data.examples import DataError
+        from hire.data.glue import get_task
+
+        if self.task.lower() != "custom":
+            try:
+                get_task(self.task)
+            except DataError as err:
+                raise ConfigError(f"--data.task: {err}, or 'custom' for your own files") from None
+            defaults = DataConfig()
+            for name in ("train_file", "dev_file", "test_file", "text_columns", "label_column", "regression"):
+                if getattr(self, name) != getattr(defaults, name):
+                    raise ConfigError(f"--data.{name}: only for --data.task custom ({self.task} has its own files)")
+            if self.data_dir is not None and not Path(self.data_dir).expanduser().is_dir():
+                raise ConfigError(f"--data.data_dir {self.data_dir}: no such folder")
+            return
+        if not self.train_file:
+            raise ConfigError("--data.train_file: --data.task custom needs a training file")
+        if not self.dev_file:
+            raise ConfigError("--data.dev_file: --data.task custom needs a labelled file to pick the best model")
+        for name in ("train_file", "dev_file", "test_file"):
+            if getattr(self, name) is not None:
+                check_input_file(getattr(self, name), f"--data.{name}")
+        check_text_columns(self.text_columns, self.label_column, "--data.text_columns", "--data.label_column")
+
 
 @dataclass
 class ModelArgs:
@@ -46,6 +88,16 @@ class ModelArgs:
     init_from: str | None = _f(None, "start from an earlier fine-tuned model folder (e.g. MNLI before RTE); "
                                "a new output layer is made when the label set differs")
     classifier_dropout: float = _f(0.1, "dropout before each product of the output layer")
+
+    def validate(self) -> None:
+        """The encoder (or the model to start from) exists; the head takes the options given."""
+        from hire.checks import check_encoder, check_head, check_saved_model
+
+        if self.init_from is not None:
+            check_saved_model(self.init_from, "--model.init_from")
+        else:
+            check_encoder(self.encoder, "--model.encoder")
+        check_head(self.head, self.head_options)
 
 
 @dataclass
@@ -84,18 +136,166 @@ class RunConfig:
     def save(self, path: Path) -> None:
         path.write_text(yaml.safe_dump(self.to_dict(), sort_keys=False))
 
+    def validate(self) -> None:
+        """Check every option before anything on disk changes; :class:`ConfigError` names the first bad one.
 
-class ConfigError(ValueError):
-    """A bad option or configuration file; the message names it."""
+        Types and ranges first (``RANGES``), then the task and its files, the output folder, the encoder and
+        the head (which imports the heads, and with them torch).
+        """
+        from hire.checks import check_output_folder
+
+        for name, tp, _ in option_fields(RunConfig):
+            value = self.get(name)
+            if not type_ok(value, tp):
+                raise ConfigError(f"--{name}: expected {describe_type(tp)}, not {value!r}")
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"--{name}: must be a finite number, not {value}")
+            if value is not None and name in RANGES and not RANGES[name][1](value):
+                raise ConfigError(f"--{name}: must be {RANGES[name][0]}, not {value!r}")
+        self.data.validate()
+        check_output_folder(self.output_dir, "--output_dir")
+        out = Path(self.output_dir).expanduser().resolve()
+        for option, value in (("--model.init_from", self.model.init_from), ("--model.encoder", self.model.encoder)):
+            path = Path(value).expanduser() if value else None
+            if path is not None and path.exists() and path.resolve().is_relative_to(out):
+                raise ConfigError(f"{option} {value}: inside --output_dir {self.output_dir}, whose contents the "
+                                  "run replaces; choose another --output_dir")
+        self.model.validate()
+
+    def get(self, name: str) -> Any:
+        """An option's value by its dotted name (``train.lr``)."""
+        value: Any = self
+        for part in name.split("."):
+            value = getattr(value, part)
+        return value
+
+
+def _rule(text: str, ok: Callable[[Any], bool]) -> tuple[str, Callable[[Any], bool]]:
+    return text, ok
+
+
+_AT_LEAST_1 = _rule(">= 1", lambda v: v >= 1)
+_POSITIVE = _rule("> 0", lambda v: v > 0)
+_NON_NEGATIVE = _rule(">= 0", lambda v: v >= 0)
+_PROBABILITY = _rule("in [0, 1)", lambda v: 0 <= v < 1)  # dropout rates and Adam's betas
+
+# Each option's range (None, where allowed, is always in range).
+RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "data.max_length": _rule(f">= {MIN_MAX_LENGTH} (room for the special tokens and some text)",
+                             lambda v: v >= MIN_MAX_LENGTH),
+    "data.max_train_examples": _AT_LEAST_1,
+    "data.max_eval_examples": _AT_LEAST_1,
+    "model.classifier_dropout": _PROBABILITY,
+    "train.epochs": _AT_LEAST_1,
+    "train.batch_size": _AT_LEAST_1,
+    "train.lr": _NON_NEGATIVE,
+    "train.head_lr": _POSITIVE,
+    "train.weight_decay": _NON_NEGATIVE,
+    "train.adam_beta1": _PROBABILITY,
+    "train.adam_beta2": _PROBABILITY,
+    "train.adam_eps": _POSITIVE,
+    "train.warmup_ratio": _rule("in [0, 1]", lambda v: 0 <= v <= 1),
+    "train.max_grad_norm": _POSITIVE,
+    "train.eval_every": _AT_LEAST_1,
+    "train.patience": _AT_LEAST_1,
+    "train.checkpoint_every": _AT_LEAST_1,
+    "train.seed": _rule("in [0, 2**32)", lambda v: 0 <= v < 2**32),
+    "train.max_steps": _AT_LEAST_1,
+}
+# Ranges of head options, whichever head takes them (the heads check the rest when they are built).
+HEAD_OPTION_RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "dropout": _PROBABILITY,
+    "fusion_layers": _rule("0-3 (paper Table 6)", lambda v: 0 <= v <= 3),
+    **{name: _AT_LEAST_1 for name in ("k", "extractor_hidden", "extractor_layers", "extractor_stride",
+                                       "fusion_hidden")},
+}
+
+
+def option_fields(cls: type, prefix: str = "") -> list[tuple[str, Any, dataclasses.Field]]:
+    """``(dotted name, type, field)`` of every option of dataclass ``cls``, sections flattened."""
+    hints, out = get_type_hints(cls), []
+    for f in dataclasses.fields(cls):
+        if dataclasses.is_dataclass(hints[f.name]):
+            out += option_fields(hints[f.name], f"{prefix}{f.name}.")
+        else:
+            out.append((prefix + f.name, hints[f.name], f))
+    return out
+
+
+def type_ok(value: Any, tp: Any) -> bool:
+    """Whether ``value`` is of the declared type ``tp`` (an int is a float; a bool is neither)."""
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        return any(type_ok(value, a) for a in args)
+    if origin is Literal:
+        return value in args
+    if origin in (list, dict):
+        return isinstance(value, origin) and all(type_ok(v, args[0] if args else Any) for v in value)
+    if tp is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is Any:
+        return True
+    return isinstance(value, tp) if isinstance(tp, type) else True
+
+
+def describe_type(tp: Any) -> str:
+    """``int | None`` -> ``"an integer or null"``."""
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(describe_type(a) for a in args)
+    if origin is Literal:
+        return f"one of {', '.join(map(str, args))}"
+    names = {int: "an integer", float: "a number", bool: "true or false", str: "a string", type(None): "null",
+             list: "a list of names", dict: "a mapping of options"}
+    return names.get(origin or tp, str(tp))
+
+
+# Encoders whose position ids start after the padding id (RoBERTa's offset of pad + 1).
+_POSITIONS_AFTER_PAD = {"roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text", "xmod",
+                        "roberta-prelayernorm", "ibert", "mpnet"}
+
+
+def encoder_max_length(encoder_config: Any) -> int | None:
+    """The most tokens an encoder takes (from a ``transformers`` config or its dict); None if unbounded."""
+    values = encoder_config if isinstance(encoder_config, dict) else encoder_config.to_dict()
+    model_type = values.get("model_type", "")
+    if model_type.startswith("deberta") and not values.get("position_biased_input", True):
+        return None  # relative positions only
+    positions = values.get("max_position_embeddings")
+    if not isinstance(positions, int):
+        return None
+    if model_type in _POSITIONS_AFTER_PAD:
+        pad = values.get("pad_token_id")
+        positions -= (1 if pad is None else pad) + 1
+    return positions
+
+
+def check_max_length(max_length: int, encoder_config: Any, option: str = "--data.max_length") -> None:
+    """``max_length`` fits the encoder's position embeddings (call once the encoder's config is known)."""
+    limit = encoder_max_length(encoder_config)
+    if limit is not None and max_length > limit:
+        raise ConfigError(f"{option}: must be <= {limit}, the most tokens the encoder takes, not {max_length}")
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """``" (did you mean 'train.lr'?)"`` for the closest of ``choices``, or ``""``."""
+    choices = list(choices)
+    close = [c for c in choices if "." in c and c.rpartition(".")[2] == name.rpartition(".")[2].lstrip("-")]
+    close = close or difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def from_dict(cls: type, values: dict[str, Any], where: str) -> Any:
     """Build dataclass ``cls`` from nested ``values``; unknown keys are errors naming ``where``."""
+    if not isinstance(values or {}, dict):
+        raise ConfigError(f"{where}: expected a mapping of options, not {values!r}")
     names = {f.name: f for f in dataclasses.fields(cls)}
     kwargs = {}
     for key, value in (values or {}).items():
         if key not in names:
-            raise ConfigError(f"{where}: unknown option {key!r}; valid: {', '.join(names)}")
+            raise ConfigError(f"{where}: unknown option {key!r}{did_you_mean(key, names)}; valid: {', '.join(names)}")
         f = names[key]
         if dataclasses.is_dataclass(f.default_factory if f.default_factory is not dataclasses.MISSING
                                     else None):
@@ -105,13 +305,21 @@ def from_dict(cls: type, values: dict[str, Any], where: str) -> Any:
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
+    """The options of a ``--config`` file: a mapping, as ``config.yaml`` in a run folder."""
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"--config {path}: a folder, not a YAML file")
     if not path.is_file():
         raise ConfigError(f"--config {path}: no such file")
     try:
-        values = yaml.safe_load(path.read_text()) or {}
+        values = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError:
+        raise ConfigError(f"--config {path}: not UTF-8 text") from None
     except yaml.YAMLError as err:
-        raise ConfigError(f"--config {path}: not valid YAML ({err})") from err
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(err, "problem", None) or " ".join(str(err).split())
+        raise ConfigError(f"--config {path}: not valid YAML ({where}{problem})") from None
     if not isinstance(values, dict):
         raise ConfigError(f"--config {path}: expected a mapping of options at the top level")
     return values

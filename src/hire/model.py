@@ -35,6 +35,7 @@ class ModelConfig:
     label_names: list[str] | None = None  # class names as spelled in the data, in logit order
     classifier_dropout: float = 0.1
     encoder_config: dict[str, Any] = field(default_factory=dict)
+    text_columns: list[str] | None = None  # what the model was trained on: one text column, or a pair
 
     @property
     def regression(self) -> bool:
@@ -73,6 +74,7 @@ class HireModel(nn.Module):
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor, token_type_ids: Tensor | None = None,
                 labels: Tensor | None = None) -> ModelOutput:
+        check_right_padded(attention_mask)
         enc = self.encoder(input_ids, attention_mask, token_type_ids)
         head = self.head(enc.hidden_states, enc.mask)
         q = self.output(head.representation).float()  # eq. 8: (B, m)
@@ -109,6 +111,15 @@ class HireModel(nn.Module):
             config.label_names = label_names
             model.output.out = nn.Linear(model.output.dense.out_features, config.num_labels)
         return model
+
+
+def check_right_padded(attention_mask: Tensor) -> None:
+    """Refuse a left-padded batch: the heads read the first token and the Bi-GRUs run over each
+    sequence's first ``length`` positions, so padding must come after the real tokens."""
+    if attention_mask.shape[1] > 1 and bool((attention_mask[:, 1:] > attention_mask[:, :-1]).any()):
+        raise ValueError("attention_mask is not right-padded (padding before real tokens): hire's heads read "
+                         "the first token and run over the first `length` positions; pad on the right "
+                         "(tokenizer.padding_side = 'right')")
 
 
 def load_config(directory: str | Path) -> ModelConfig:

@@ -136,14 +136,20 @@ def gru_recurrence(gi: Tensor, w_hh: Tensor, b_hn: Tensor, last: Tensor) -> tupl
         return _GRURecurrence.apply(gi, w_hh, b_hn, last, dtype)
 
 
-def gru_first_step(x0: Tensor, w_ih: Tensor, b_ih: Tensor, b_hh: Tensor) -> Tensor:
-    """One GRU step from a zero state: (N, F) -> (N, h). With h_0 = 0, W_hh h_0 vanishes."""
+def gru_first_step(x0: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor, b_hh: Tensor) -> Tensor:
+    """One GRU step from a zero state: (N, F) -> (N, h).
+
+    With h_0 = 0 the product W_hh h_0 vanishes, but it is still formed (N x h x 3h, negligible) so that
+    W_hh takes part in the graph: its gradient is then an exact zero rather than missing, which
+    distributed data-parallel training requires of every parameter.
+    """
     h = b_hh.shape[0] // 3
     gi = F.linear(x0, w_ih, b_ih)
     gi = gi.to(torch.promote_types(gi.dtype, torch.float32))  # (N, 3h)
-    r = torch.sigmoid(gi[:, :h] + b_hh[:h])
-    z = torch.sigmoid(gi[:, h : 2 * h] + b_hh[h : 2 * h])
-    n = torch.tanh(gi[:, 2 * h :] + r * b_hh[2 * h :])
+    gh = F.linear(x0.new_zeros(x0.shape[0], h), w_hh).to(gi.dtype) + b_hh  # W_hh h_0 + b_hh, h_0 = 0
+    r = torch.sigmoid(gi[:, :h] + gh[:, :h])
+    z = torch.sigmoid(gi[:, h : 2 * h] + gh[:, h : 2 * h])
+    n = torch.tanh(gi[:, 2 * h :] + r * gh[:, 2 * h :])
     return (1 - z) * n
 
 
@@ -235,8 +241,7 @@ class BiGRU(nn.Module):
                 layer_in = F.dropout(layer_in, self.dropout, self.training)
             if first_token_only and layer == self.num_layers - 1:
                 # Only position 0 is used: the backward direction in full, the forward one for one step.
-                w_ih_f, _, b_ih_f, b_hh_f = self._params(layer, False)
-                first_f = gru_first_step(layer_in[0], w_ih_f, b_ih_f, b_hh_f)  # (N, h)
+                first_f = gru_first_step(layer_in[0], *self._params(layer, False))  # (N, h)
                 first_b = self._run_layer(layer_in, layer, index, last, (True,))[1][0]  # state at position 0
                 finals.append(first_b)
                 first = torch.cat([first_f.to(first_b.dtype), first_b], dim=-1)  # (N, 2h)

@@ -9,27 +9,41 @@
     predictions/*.jsonl   per-example outputs of the best model, with layer weights
     submission/           GLUE leaderboard files and their zip (GLUE tasks)
     tensorboard/          TensorBoard logs
+    .lock                 held (``flock``) by the process that trains in the folder
 
 A folder that holds another run (a different configuration, or a finished one) is never overwritten
-unless ``--overwrite`` is given; an unfinished run with the same configuration resumes.
+unless ``--overwrite`` is given, and a folder that holds something other than a run is never touched,
+``--overwrite`` or not; an unfinished run with the same configuration resumes.
+
+Crash safety. Every file is written to a temporary name and renamed into place, and a checkpoint is one
+folder made complete before it replaces the previous one (``trainer_state.json`` is its last file).
+When an evaluation finds a new best model, that model is saved *inside* the checkpoint and moved to
+``best/`` only once the checkpoint is in place, so ``best/`` always belongs to the checkpoint's history.
+:func:`recover` brings a folder left by a process killed at any point back to its last complete state.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import torch
 import yaml
 
 from hire.config import ConfigError, RunConfig
 
-ARTEFACTS = ("config.yaml", "state.json", "metrics.jsonl", "metrics.json", "best", "checkpoint",
-             "checkpoint.tmp", "checkpoint.old", "predictions", "submission", "tensorboard")
+CHECKPOINT, CHECKPOINT_TMP, CHECKPOINT_OLD = "checkpoint", "checkpoint.tmp", "checkpoint.old"
+STAGED_BEST = "best"  # inside a checkpoint: the new best model, moved to <run>/best once the checkpoint is in
+COMPLETE = "trainer_state.json"  # a checkpoint's last file: its presence means the checkpoint is whole
+ARTEFACTS = ("config.yaml", "state.json", "metrics.jsonl", "metrics.json", "best", "best.old", CHECKPOINT,
+             CHECKPOINT_TMP, CHECKPOINT_OLD, "predictions", "submission", "tensorboard")
+LOCK = ".lock"
 
 
 @dataclass
@@ -62,9 +76,138 @@ class RunState:
     def save(self, directory: Path) -> None:
         values = self.to_dict()
         values.pop("rng")
-        (directory / "state.json").write_text(json.dumps(values, indent=2) + "\n")
+        write_atomic(directory / "state.json", json.dumps(values, indent=2) + "\n")
 
 
+# -- files -------------------------------------------------------------------------------------------
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that a reader (or a crash) sees the old file or the new one, never half."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _complete(checkpoint: Path) -> bool:
+    return (checkpoint / COMPLETE).is_file()
+
+
+def recover(out: Path) -> None:
+    """Bring a run folder left by a killed process back to its last complete state (idempotent).
+
+    Checkpoint: the newest complete one of ``checkpoint``, ``checkpoint.tmp`` (complete only if the kill
+    came between its last file and its rename) and ``checkpoint.old`` (the previous one, kept until the
+    new one is in place) becomes ``checkpoint``; the others are removed. Best model: a best model staged
+    in the checkpoint replaces ``best/`` (``best.old`` is always a leftover).
+    """
+    ckpt, tmp, old = out / CHECKPOINT, out / CHECKPOINT_TMP, out / CHECKPOINT_OLD
+    if not _complete(ckpt):
+        newest = tmp if _complete(tmp) else old if _complete(old) else None
+        if newest is not None:
+            remove(ckpt)
+            newest.rename(ckpt)
+    for leftover in (tmp, old):
+        if leftover.exists():
+            remove(leftover)
+    promote_best(out)
+
+
+def promote_best(out: Path) -> None:
+    """Move a best model staged in the checkpoint to ``best/`` (every intermediate state recovers)."""
+    staged, best, old = out / CHECKPOINT / STAGED_BEST, out / "best", out / "best.old"
+    if staged.is_dir() and _complete(out / CHECKPOINT):
+        if best.exists():
+            if old.exists():
+                remove(old)
+            best.rename(old)
+        staged.rename(best)
+    if old.exists():
+        remove(old)
+
+
+def truncate_metrics(path: Path, step: int) -> None:
+    """Drop evaluations logged after the checkpoint (the resumed run makes them again), and a line cut
+    short by a kill."""
+    if not path.is_file():
+        return
+    kept = []
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and record.get("step", step + 1) <= step:
+            kept.append(line)
+    write_atomic(path, "".join(ln + "\n" for ln in kept))
+
+
+def run_finished(out: Path) -> bool:
+    """True when ``out`` holds a finished run (its ``state.json`` says so; written after ``metrics.json``)."""
+    try:
+        return bool(json.loads((out / "state.json").read_text()).get("finished"))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+# -- the lock ----------------------------------------------------------------------------------------
+class RunLock:
+    """An exclusive ``flock`` on ``<run>/.lock``, held while a process trains in the folder.
+
+    The operating system releases it when the process ends, however it ends, so a killed run never
+    leaves a stale lock behind.
+    """
+
+    def __init__(self, out: Path):
+        self.path = out / LOCK
+        self.file: IO[str] | None = None
+
+    def acquire(self) -> RunLock:
+        f = self.path.open("a+")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            f.close()
+            raise ConfigError(f"--output_dir {self.path.parent} is in use by a run in progress ({holder}); "
+                              "wait for it to finish, or choose another folder") from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"pid {os.getpid()}\n")
+        f.flush()
+        self.file = f
+        return self
+
+    def release(self) -> None:
+        if self.file is not None:
+            self.file.close()  # closing the descriptor releases the lock
+            self.file = None
+
+
+def folder_in_use(out: Path) -> bool:
+    """Whether a process is training in ``out`` right now (its lock is held)."""
+    path = Path(out) / LOCK
+    if not path.is_file():
+        return False
+    with path.open("a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(f, fcntl.LOCK_UN)
+    return False
+
+
+# -- deciding what to do with a folder ---------------------------------------------------------------
 def _comparable(values: dict[str, Any]) -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for key, value in values.items():
@@ -75,46 +218,57 @@ def _comparable(values: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
+def check_output_dir(out: Path) -> None:
+    """Refuse, before anything is written, a folder that is a file or holds something other than a run."""
+    if str(out).strip() in ("", "."):
+        raise ConfigError("--output_dir: give a folder of its own for the run (not the working folder)")
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--output_dir {out}: is a file, not a folder")
+    if out.is_dir() and not (out / "config.yaml").is_file() and any(p.name != LOCK for p in out.iterdir()):
+        raise ConfigError(f"--output_dir {out}: the folder is not empty and holds no run; choose another "
+                          "folder (--overwrite replaces runs only, never other files)")
+
+
 def prepare_run_dir(out: Path, cfg: RunConfig) -> RunState:
-    """Create the folder, or find the run to resume in it; refuse to clobber another run."""
-    if cfg.overwrite:
-        for name in ARTEFACTS:
-            path = out / name
-            shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
-    if out.exists() and any(out.iterdir()):
-        saved = out / "config.yaml"
-        if not saved.is_file():
-            raise ConfigError(f"--output_dir {out}: the folder is not empty and holds no run; "
-                              "choose another folder or pass --overwrite")
-        old, new = _comparable(yaml.safe_load(saved.read_text()) or {}), _comparable(cfg.to_dict())
+    """Create the folder, or find the run to resume in it; refuse to clobber another run.
+
+    Call it holding the folder's :class:`RunLock`. Nothing is removed before the decision is made, and
+    only a run's own files (``ARTEFACTS``) are ever removed.
+    """
+    check_output_dir(out)
+    out.mkdir(parents=True, exist_ok=True)
+    saved = out / "config.yaml"
+    if saved.is_file():
+        recover(out)
+        try:
+            old = _comparable(yaml.safe_load(saved.read_text()) or {})
+        except yaml.YAMLError:
+            old = {}
+        new = _comparable(cfg.to_dict())
         changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
-        if changed:
+        checkpoint = out / CHECKPOINT / COMPLETE
+        has_results = checkpoint.is_file() or (out / "best").exists() or (out / "metrics.json").exists()
+        if cfg.overwrite:
+            pass  # replace the run: its files go below
+        elif changed and has_results:
             raise ConfigError(f"--output_dir {out} holds a run with another configuration (differs in: "
                               f"{', '.join(changed)}); choose another folder or pass --overwrite")
-        state = json.loads((out / "state.json").read_text()) if (out / "state.json").is_file() else {}
-        if state.get("finished"):
+        elif run_finished(out):
             raise ConfigError(f"--output_dir {out} holds a finished run (see its metrics.json); "
                               "pass --overwrite to run it again")
-        checkpoint = out / "checkpoint" / "trainer_state.json"
-        if checkpoint.is_file():
+        elif not changed and checkpoint.is_file():
             resumed = RunState.from_dict(json.loads(checkpoint.read_text()))
-            _truncate_metrics(out / "metrics.jsonl", resumed.step)
+            truncate_metrics(out / "metrics.jsonl", resumed.step)
             return resumed
-        for name in ARTEFACTS[2:]:  # no checkpoint yet: start again from nothing
-            path = out / name
-            shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
-    out.mkdir(parents=True, exist_ok=True)
-    cfg.save(out / "config.yaml")
+        # Start from nothing: an overwrite, a run that never reached its first checkpoint, or one that
+        # failed before any result (a corrected command may then change its configuration).
+        for name in ARTEFACTS:
+            if (out / name).exists():
+                remove(out / name)
+    write_atomic(saved, yaml.safe_dump(cfg.to_dict(), sort_keys=False))
     state = RunState()
     state.save(out)
     return state
-
-
-def _truncate_metrics(path: Path, step: int) -> None:
-    """Drop evaluations logged after the checkpoint: the resumed run makes them again."""
-    if path.is_file():
-        lines = [ln for ln in path.read_text().splitlines() if ln.strip() and json.loads(ln)["step"] <= step]
-        path.write_text("".join(ln + "\n" for ln in lines))
 
 
 def cpu_has_fast_bf16() -> bool:
@@ -132,3 +286,26 @@ def resolve_mixed_precision(choice: str) -> str:
     if torch.cuda.is_available():
         return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
     return "bf16" if cpu_has_fast_bf16() else "no"
+
+
+def machine() -> dict[str, Any]:
+    """What a result was measured on: processor, cores, accelerator, library versions."""
+    import platform
+
+    import transformers
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    info: dict[str, Any] = {"cpu": cpu, "cpu_count": os.cpu_count(), "fast_bf16_cpu": cpu_has_fast_bf16(),
+                            "torch": torch.__version__, "transformers": transformers.__version__,
+                            "python": platform.python_version()}
+    if torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name(0)
+        info["gpu_count"] = torch.cuda.device_count()
+    return info

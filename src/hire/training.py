@@ -12,33 +12,54 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any
 
 import torch
 from accelerate import Accelerator
-from accelerate.utils import set_seed
+from accelerate.utils import DataLoaderConfiguration, DistributedDataParallelKwargs, broadcast_object_list, set_seed
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
-from transformers import AutoTokenizer, get_linear_schedule_with_warmup
+from transformers import get_linear_schedule_with_warmup
 
-from hire.config import RunConfig
+from hire.config import ConfigError, RunConfig, check_max_length
 from hire.data.batching import Collator, LengthGroupedBatches, encode
+from hire.data.glue import task_text_columns
 from hire.data.tasks import TaskData, load_task
 from hire.evaluation import eval_loader, predict, score, write_predictions, write_submission, zip_submission
+from hire.heads import head_options
 from hire.model import HireModel, build_model, load_tokenizer
-from hire.runs import RunState, prepare_run_dir, resolve_mixed_precision
+from hire.runs import (
+    CHECKPOINT,
+    CHECKPOINT_OLD,
+    CHECKPOINT_TMP,
+    COMPLETE,
+    STAGED_BEST,
+    RunLock,
+    RunState,
+    check_output_dir,
+    machine,
+    prepare_run_dir,
+    promote_best,
+    remove,
+    resolve_mixed_precision,
+    write_atomic,
+)
 
 
 def build_for_task(cfg: RunConfig, task: TaskData) -> tuple[HireModel, Any]:
     m = cfg.model
+    columns = list(cfg.data.text_columns) if cfg.data.task == "custom" else list(task_text_columns(cfg.data.task))
     if m.init_from:  # e.g. MNLI before RTE: a new output layer when the label set differs
         model = HireModel.from_pretrained(m.init_from, num_labels=task.num_labels, label_names=task.label_names)
-        return model, AutoTokenizer.from_pretrained(m.init_from)
-    model = build_model(m.encoder, m.head, task.num_labels, m.head_options, task.label_names,
-                        m.classifier_dropout)
+        model.config.text_columns = columns
+        return model, load_tokenizer(m.init_from)
+    options = dict(m.head_options)
+    if "seed" in head_options(m.head) and "seed" not in options:
+        options["seed"] = cfg.train.seed  # Table 5's random scores: a new draw for every run seed
+    model = build_model(m.encoder, m.head, task.num_labels, options, task.label_names, m.classifier_dropout)
+    model.config.text_columns = columns
     return model, load_tokenizer(m.encoder)
 
 
@@ -63,35 +84,66 @@ def make_optimizer(params: Any, lr: float, betas: tuple[float, float], eps: floa
         return torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps)
 
 
+class TrainingDiverged(ValueError):
+    """The loss or the gradients stopped being finite; the run stops before the step is applied."""
+
+
 def training_step(model: torch.nn.Module, batch: dict[str, torch.Tensor], accelerator: Accelerator,
                   optimizer: torch.optim.Optimizer, scheduler: Any, max_grad_norm: float) -> float:
-    """One optimizer step on one batch (forward, backward, clipping, step); returns the loss."""
+    """One optimizer step on one batch (forward, backward, clipping, step); returns the loss.
+
+    A non-finite loss or gradient norm raises :class:`TrainingDiverged` before the optimizer step, so the
+    weights, the last checkpoint and ``best/`` stay as they were. (Under fp16 an infinite gradient norm is
+    the loss scaler's business: it skips the step and lowers the scale.)
+    """
     batch = {k: v for k, v in batch.items() if k != "index"}
     loss = model(**batch).loss
     accelerator.backward(loss)
-    accelerator.clip_grad_norm_(model.parameters(), max_grad_norm)
+    norm = accelerator.clip_grad_norm_(model.parameters(), max_grad_norm)
+    value = loss.item()
+    bad = not math.isfinite(value)
+    if norm is not None and accelerator.mixed_precision != "fp16":
+        bad = bad or not math.isfinite(float(norm))  # the norm of the reduced gradients: the same on every process
+    if accelerator.num_processes > 1:  # every process stops together, or none does
+        bad = bool(accelerator.reduce(torch.tensor(float(bad), device=accelerator.device), "max").item())
+    if bad:
+        optimizer.zero_grad()
+        raise TrainingDiverged(f"the loss is {value:g} and the gradient norm {float(norm or 0):g}")
     optimizer.step()
     scheduler.step()
     optimizer.zero_grad()
-    return loss.item()
-
-
-# For the resume tests only: the process dies abruptly after this optimizer step.
-_KILL_AT_STEP = int(os.environ.get("HIRE_TEST_KILL_AT_STEP", "0"))
+    return value
 
 
 class Trainer:
     def __init__(self, cfg: RunConfig):
+        cfg.validate()  # every option checked before anything is read, built or written
         self.cfg, self.out = cfg, Path(cfg.output_dir)
+        check_output_dir(self.out)
         self.task = load_task(cfg.data)  # every split read (every bad row reported) before training
         if not self.task.dev:
             raise ValueError(f"task {self.task.name}: no labelled evaluation split to select the best model")
         set_seed(cfg.train.seed)
         self.model, self.tokenizer = build_for_task(cfg, self.task)  # bad head names fail here, early
-        self.state = prepare_run_dir(self.out, cfg)  # the folder is touched only once all is checked
-        self.accelerator = Accelerator(mixed_precision=resolve_mixed_precision(cfg.train.mixed_precision),
-                                       log_with="tensorboard", project_dir=str(self.out))
+        check_max_length(cfg.data.max_length, self.model.encoder.config)
         t, d = cfg.train, cfg.data
+        # batch_size is the global batch, split over the processes: the same run on 1 or N processes.
+        ddp = DistributedDataParallelKwargs(find_unused_parameters=not self.model.head.reads_last_layer)
+        # Launched as several processes (torchrun, accelerate launch) on a machine without a GPU: Accelerate
+        # joins them into one CPU (gloo) process group only when told to use the CPU.
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.accelerator = Accelerator(mixed_precision=resolve_mixed_precision(t.mixed_precision),
+                                       log_with="tensorboard", project_dir=str(self.out),
+                                       dataloader_config=DataLoaderConfiguration(split_batches=True),
+                                       kwargs_handlers=[ddp], cpu=world > 1 and not torch.cuda.is_available())
+        n = self.accelerator.num_processes
+        if n != world:  # never several independent runs racing on one folder
+            raise ConfigError(f"launched as {world} processes, but Accelerate formed a group of {n}")
+        if t.batch_size % n:
+            raise ConfigError(f"--train.batch_size: {t.batch_size} examples cannot be split evenly over "
+                              f"{n} processes; use a multiple of {n}")
+        self.lock: RunLock | None = None
+        self.state = self._prepare_folder()
         self.train_split = encode(self.task.train, self.tokenizer, d.max_length, self.task.label_names)
         self.dev_splits = {s: encode(ex, self.tokenizer, d.max_length, self.task.label_names)
                            for s, ex in self.task.dev.items()}
@@ -102,38 +154,78 @@ class Trainer:
                             collate_fn=Collator(self.tokenizer.pad_token_id))
         optimizer = make_optimizer(param_groups(self.model, cfg), t.lr, (t.adam_beta1, t.adam_beta2), t.adam_eps)
         self.model, self.optimizer, self.loader = self.accelerator.prepare(self.model, optimizer, loader)
-        self.steps_per_epoch = len(self.loader)  # per process, once the batches are shared out
+        self.steps_per_epoch = len(self.loader)  # the same on every process (each takes part of every batch)
         self.total_steps = t.max_steps or t.epochs * self.steps_per_epoch
-        # A prepared scheduler advances once per process at every step: count the steps of all processes.
-        n = self.accelerator.num_processes
-        scheduler = get_linear_schedule_with_warmup(self.optimizer, n * math.ceil(t.warmup_ratio * self.total_steps),
-                                                    n * self.total_steps)
+        scheduler = get_linear_schedule_with_warmup(self.optimizer, math.ceil(t.warmup_ratio * self.total_steps),
+                                                    self.total_steps)
         self.scheduler = self.accelerator.prepare(scheduler)
         self.dev_loaders = {s: self.accelerator.prepare(eval_loader(sp, t.batch_size, self.tokenizer.pad_token_id))
                             for s, sp in self.dev_splits.items()}
 
+    def _prepare_folder(self) -> RunState:
+        """The main process locks the run folder and decides (fresh, resume or refuse); the others follow."""
+        acc = self.accelerator
+        outcome: list[Any] = [None]
+        if acc.is_main_process:
+            try:
+                self.out.mkdir(parents=True, exist_ok=True)
+                self.lock = RunLock(self.out).acquire()
+                outcome = [prepare_run_dir(self.out, self.cfg).to_dict()]
+            except (ConfigError, OSError) as err:
+                outcome = [err]
+        if acc.num_processes > 1:
+            broadcast_object_list(outcome)
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return RunState.from_dict(outcome[0])
+
     # -- checkpoints ---------------------------------------------------------------------------------
-    def save_checkpoint(self) -> None:
-        """Save everything needed to resume (atomically: a kill mid-save keeps the previous one)."""
-        self.accelerator.wait_for_everyone()
-        tmp, final = self.out / "checkpoint.tmp", self.out / "checkpoint"
-        self.accelerator.save_state(str(tmp))
-        if self.accelerator.is_main_process:
-            self.state.rng = torch.get_rng_state().tolist()
-            (tmp / "trainer_state.json").write_text(json.dumps(self.state.to_dict()))
-            if final.exists():
-                final.rename(self.out / "checkpoint.old")
+    def save_checkpoint(self, new_best: bool = False) -> None:
+        """Save everything needed to resume; a new best model is staged inside the checkpoint.
+
+        The checkpoint is written whole to ``checkpoint.tmp`` (``trainer_state.json`` last), then takes
+        the place of the previous one, and only then does a staged best model replace ``best/``; a kill
+        at any point leaves a folder that :func:`hire.runs.recover` brings back to a consistent state.
+        """
+        acc = self.accelerator
+        tmp, final, old = self.out / CHECKPOINT_TMP, self.out / CHECKPOINT, self.out / CHECKPOINT_OLD
+        acc.wait_for_everyone()
+        if acc.is_main_process:
+            if tmp.exists():
+                remove(tmp)
+            tmp.mkdir()
+        acc.wait_for_everyone()
+        acc.save_state(str(tmp))  # model, optimizer, scheduler, every process's random states
+        acc.wait_for_everyone()
+        if acc.is_main_process:
+            if new_best:
+                acc.unwrap_model(self.model).save_pretrained(tmp / STAGED_BEST, self.tokenizer)
+            now = time.perf_counter()
+            self.state.train_seconds += now - self._clock
+            self._clock = now
+            write_atomic(tmp / COMPLETE, json.dumps({**self.state.to_dict(), "rng": None}))
+            if (final / COMPLETE).is_file():
+                if old.exists():
+                    remove(old)
+                final.rename(old)
+            elif final.exists():
+                remove(final)
             tmp.rename(final)
-            shutil.rmtree(self.out / "checkpoint.old", ignore_errors=True)
+            if old.exists():
+                remove(old)
+            promote_best(self.out)
             self.state.save(self.out)
+        acc.wait_for_everyone()
 
     def load_checkpoint(self) -> None:
-        self.accelerator.load_state(str(self.out / "checkpoint"))
-        self.state = RunState.from_dict(json.loads((self.out / "checkpoint" / "trainer_state.json").read_text()))
+        """Restore the checkpoint; each process's random state is put back just before training goes on."""
+        self.accelerator.load_state(str(self.out / CHECKPOINT))
+        self.state = RunState.from_dict(json.loads((self.out / CHECKPOINT / COMPLETE).read_text()))
+        self.state.rng = torch.get_rng_state().tolist()  # as load_state restored it for this process
 
     # -- evaluation ----------------------------------------------------------------------------------
-    def evaluate(self) -> float:
-        """Score every dev split; keep the model if it is the best so far. Returns the selection score."""
+    def evaluate(self) -> bool:
+        """Score every dev split and log it; returns whether the model is the best so far."""
         results = {}
         for split, loader in self.dev_loaders.items():
             preds = predict(self.model, loader, self.accelerator, desc=f"eval {split}")
@@ -142,20 +234,18 @@ class Trainer:
         record = {"step": self.state.step, "epoch": round(self.state.step / self.steps_per_epoch, 3),
                   "train_loss": self.state.running_loss(), "dev": results, "selection_score": selection}
         if self.accelerator.is_main_process:
-            with (self.out / "metrics.jsonl").open("a") as f:
+            with (self.out / "metrics.jsonl").open("a") as f:  # lines after the checkpoint are dropped on resume
                 f.write(json.dumps(record) + "\n")
             for split, r in results.items():
                 for k, v in r.items():
                     self.accelerator.log({f"{split}/{k}": v}, step=self.state.step)
         self.state.loss_sum, self.state.loss_count = 0.0, 0  # the next record's loss: since this one
+        self.model.train()
         if self.state.best_score is None or selection > self.state.best_score:
             self.state.best_score, self.state.best_step, self.state.bad_evals = selection, self.state.step, 0
-            if self.accelerator.is_main_process:
-                self.accelerator.unwrap_model(self.model).save_pretrained(self.out / "best", self.tokenizer)
-        else:
-            self.state.bad_evals += 1
-        self.model.train()
-        return selection
+            return True
+        self.state.bad_evals += 1
+        return False
 
     def should_stop(self) -> bool:
         p = self.cfg.train.patience
@@ -163,19 +253,29 @@ class Trainer:
 
     # -- the loop ------------------------------------------------------------------------------------
     def train(self) -> dict[str, Any]:
-        acc, t, state = self.accelerator, self.cfg.train, self.state
-        if state.step > 0:
+        try:
+            return self._train()
+        finally:
+            if self.lock is not None:
+                self.lock.release()
+
+    def _train(self) -> dict[str, Any]:
+        acc, t = self.accelerator, self.cfg.train
+        if self.state.step > 0:
             self.load_checkpoint()
-            state = self.state
-            acc.print(f"Resuming {self.out} from step {state.step} of {self.total_steps}")
+            acc.print(f"Resuming {self.out} from step {self.state.step} of {self.total_steps}")
+        state = self.state
         acc.init_trackers("tensorboard")
         self.model.train()
         bar = tqdm(total=self.total_steps, initial=state.step, desc=f"train {self.task.name}",
                    disable=not acc.is_local_main_process)
-        start = time.perf_counter()
+        self._clock = time.perf_counter()
         try:
             while not self.should_stop() and not state.finished_training:
                 epoch, skip = divmod(state.step, self.steps_per_epoch)
+                # The data order is a function of (seed, epoch). Accelerate's loader sets its sampler's epoch
+                # from its own iteration count, which starts at 0 in a new process: set both explicitly.
+                self.loader.set_epoch(epoch)
                 self.sampler.set_epoch(epoch)
                 loader = acc.skip_first_batches(self.loader, skip) if skip else self.loader
                 iterator = iter(loader)
@@ -183,11 +283,17 @@ class Trainer:
                     torch.set_rng_state(torch.tensor(state.rng, dtype=torch.uint8))
                     state.rng = None
                 for batch in iterator:
-                    loss = training_step(self.model, batch, acc, self.optimizer, self.scheduler, t.max_grad_norm)
+                    try:
+                        loss = training_step(self.model, batch, acc, self.optimizer, self.scheduler,
+                                             t.max_grad_norm)
+                    except TrainingDiverged as err:
+                        kept = f"step {state.step}" if state.step else "none yet"
+                        raise TrainingDiverged(
+                            f"step {state.step + 1}: {err}; training stopped before applying it (try a lower "
+                            f"--train.lr than {t.lr:g}). The last checkpoint ({kept}) and best/ are kept in "
+                            f"{self.out}") from None
                     state.step += 1
                     state.add_loss(loss)
-                    if state.step == _KILL_AT_STEP:  # tests: die like `kill -9`, with no clean-up at all
-                        os._exit(137)
                     bar.update(1)
                     bar.set_postfix(loss=f"{state.running_loss():.4f}", best=state.best_score)
                     acc.log({"train/loss": loss, "train/lr": self.scheduler.get_last_lr()[0]},
@@ -195,32 +301,37 @@ class Trainer:
                     end_of_epoch = state.step % self.steps_per_epoch == 0
                     if (t.eval_every and state.step % t.eval_every == 0) or (not t.eval_every and end_of_epoch) \
                             or state.step == self.total_steps:
-                        self.evaluate()
-                        self.save_checkpoint()
+                        self.save_checkpoint(new_best=self.evaluate())
                     elif state.step % t.checkpoint_every == 0:
                         self.save_checkpoint()
                     if self.should_stop():
                         break
         except KeyboardInterrupt:
-            acc.print(f"\nInterrupted at step {state.step}; the run resumes from its last checkpoint: "
-                      f"run the same command again.")
-            raise
+            raise RunInterrupted(f"interrupted at step {state.step}; run the same command again to resume "
+                                 f"from the last checkpoint") from None
+        finally:
+            bar.close()
         state.finished_training = True
-        state.train_seconds += time.perf_counter() - start
-        bar.close()
-        acc.end_training()
-        return self.finish()
+        final = self.finish()
+        for tracker in acc.trackers:  # not acc.end_training(): the process group stays for the next run
+            tracker.finish()
+        return final
 
     def finish(self) -> dict[str, Any]:
-        """Reload the best model; write dev predictions (with layer weights), test submissions, metrics."""
+        """Reload the best model; write dev predictions (with layer weights), test submissions, metrics.
+
+        ``metrics.json`` and then ``state.json`` (finished) are written last: a kill before them leaves an
+        unfinished run, which the same command finishes from its last checkpoint.
+        """
         acc, out = self.accelerator, self.out
         acc.wait_for_everyone()  # the main process has written best/
-        best = HireModel.from_pretrained(out / "best")
-        best = acc.prepare(best)
-        final: dict[str, Any] = {"task": self.task.name, "head": self.cfg.model.head,
+        saved = HireModel.from_pretrained(out / "best")
+        best = acc.prepare(saved)
+        final: dict[str, Any] = {"task": self.task.name, "head": saved.config.head,  # init_from: its own head
                                  "encoder": self.cfg.model.encoder, "best_step": self.state.best_step,
                                  "steps": self.state.step, "train_seconds": round(self.state.train_seconds, 1),
-                                 "mixed_precision": acc.mixed_precision, "dev": {}}
+                                 "mixed_precision": acc.mixed_precision, "processes": acc.num_processes,
+                                 "machine": machine(), "dev": {}}
         for split, loader in self.dev_loaders.items():
             preds = predict(best, loader, acc, desc=f"predict {split}")
             final["dev"][split] = score(self.task.metrics, preds, self.dev_splits[split], self.task.regression)
@@ -239,11 +350,16 @@ class Trainer:
         if acc.is_main_process:
             if self.task.test:
                 zip_submission(out / "submission")
-            (out / "metrics.json").write_text(json.dumps(final, indent=2) + "\n")
+            write_atomic(out / "metrics.json", json.dumps(final, indent=2) + "\n")
             self.state.finished = True
             self.state.save(out)
-            shutil.rmtree(out / "checkpoint", ignore_errors=True)
+            remove(out / CHECKPOINT)
+        acc.wait_for_everyone()
         return final
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during training; the message says how to resume."""
 
 
 def train(cfg: RunConfig) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from hire.data.examples import DataError, Example
 from hire.data.files import infer_label_names, read_table
-from hire.data.glue import GLUE_TASKS, TaskSpec, default_glue_dir, get_task, read_glue_split
+from hire.data.glue import GLUE_TASKS, TaskSpec, default_glue_dir, get_task, read_glue_split, task_text_columns
 
 __all__ = [
     "GLUE_TASKS",
@@ -14,4 +14,5 @@ __all__ = [
     "infer_label_names",
     "read_glue_split",
     "read_table",
+    "task_text_columns",
 ]

@@ -12,7 +12,7 @@ import csv
 import itertools
 import json
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +175,8 @@ def read_table(
     label_column: str | None,
     regression: bool = False,
     require_label: bool = True,
+    labels: Collection[str] | None = None,
+    labels_from: str = "the training file",
 ) -> list[Example]:
     """Read a user's table into examples.
 
@@ -185,7 +187,8 @@ def read_table(
     ``guid`` is the ``id`` / ``idx`` / ``index`` column if there is one, else the 0-based row number.
     Classification labels are strings (JSON numbers and booleans go through ``str``); regression
     labels are floats. ``label_column=None`` reads no labels. With ``require_label=False`` a missing
-    label column gives ``None`` labels, and so does an empty label value.
+    label column gives ``None`` labels, and so does an empty label value. Given ``labels`` (those of
+    ``labels_from``), any other classification label is an error: a typo must not become a new class.
 
     Raises:
         DataError: naming the file and line (or the column at fault and the columns that exist).
@@ -193,6 +196,8 @@ def read_table(
     path = Path(path)
     if isinstance(text_columns, str) or not 1 <= len(text_columns) <= 2:
         raise DataError(f"text_columns must name 1 or 2 columns, got {text_columns!r}")
+    if label_column is not None and label_column in text_columns:
+        raise DataError(f"text column {label_column!r} is also the label column: the model would read the label")
     kind = _EXTENSIONS.get(path.suffix.lower())
     if kind is None:
         raise data_error(
@@ -232,6 +237,9 @@ def read_table(
                 message = f"no column {label_column!r} on this line; it has {list(record)}"
                 raise data_error(path, number, message)
             label = _label(path, number, label_column, record.get(label_column), regression, require_label)
+            if labels is not None and isinstance(label, str) and label not in labels:
+                message = f"label {label!r} is not one of the labels of {labels_from}: {list(labels)} (a typo?)"
+                raise data_error(path, number, message)
         guid = str(row)
         if id_column is not None:
             value = record.get(id_column)

@@ -19,7 +19,7 @@ from pathlib import Path
 from hire.data.examples import DataError, Example
 from hire.data.files import data_error, iter_lines
 
-__all__ = ["GLUE_TASKS", "TaskSpec", "default_glue_dir", "get_task", "read_glue_split"]
+__all__ = ["GLUE_TASKS", "TaskSpec", "default_glue_dir", "get_task", "read_glue_split", "task_text_columns"]
 
 ENV_VAR = "HIRE_GLUE_DIR"
 
@@ -178,6 +178,13 @@ def get_task(name: str) -> TaskSpec:
     return GLUE_TASKS[canonical]
 
 
+def task_text_columns(task: str | TaskSpec) -> tuple[str, ...]:
+    """The text columns of a task's test files: one for single sentences (CoLA, SST-2), two for pairs."""
+    spec = task if isinstance(task, TaskSpec) else get_task(task)
+    layout = _LAYOUTS[spec.name][1]
+    return tuple(str(column) for column in (layout.text_a, layout.text_b) if column is not None)
+
+
 def default_glue_dir() -> Path:
     """Where the GLUE data is looked for when no data dir is given.
 
@@ -234,7 +241,7 @@ def read_glue_split(task: str | TaskSpec, split: str, data_dir: str | Path | Non
         missing = f"there is no folder {folder}" if not folder.is_dir() else "the file does not exist"
         raise DataError(
             f"GLUE data for {spec.name} split {split!r} not found: {path} ({missing}); "
-            f"set the data dir with --data-dir or {ENV_VAR}"
+            f"set the data dir with --data.data_dir or {ENV_VAR}"
         )
     if spec.name not in _LAYOUTS:
         raise DataError(f"task {spec.name!r} is not a GLUE task this reader knows: {', '.join(GLUE_TASKS)}")

@@ -12,7 +12,6 @@ from hire.config import DataConfig
 from hire.data.examples import DataError, Example
 from hire.data.files import infer_label_names, read_table
 from hire.data.glue import get_task, read_glue_split
-from hire.metrics import task_metrics
 
 
 @dataclass
@@ -40,6 +39,10 @@ def _head(examples: list[Example], n: int | None) -> list[Example]:
 
 def load_task(cfg: DataConfig, with_train: bool = True) -> TaskData:
     """Read the task's splits as ``cfg`` says (GLUE by name, or ``task='custom'`` with files)."""
+    for option, n in (("--data.max_train_examples", cfg.max_train_examples),
+                      ("--data.max_eval_examples", cfg.max_eval_examples)):
+        if n is not None and n < 1:  # a negative n would drop rows from the end
+            raise DataError(f"{option}: must be >= 1, not {n}")
     if cfg.task.lower() == "custom":
         return _load_custom(cfg, with_train)
     spec = get_task(cfg.task)
@@ -60,6 +63,8 @@ def load_task(cfg: DataConfig, with_train: bool = True) -> TaskData:
 
 
 def _load_custom(cfg: DataConfig, with_train: bool) -> TaskData:
+    from hire.metrics import task_metrics
+
     if not 1 <= len(cfg.text_columns) <= 2:
         raise DataError(f"--data.text_columns: give one or two column names, not {cfg.text_columns}")
     if with_train and not cfg.train_file:
@@ -67,24 +72,22 @@ def _load_custom(cfg: DataConfig, with_train: bool) -> TaskData:
     if with_train and not cfg.dev_file:
         raise DataError("--data.task custom needs --data.dev_file: a labelled file to pick the best model")
 
-    def read(path: str | None, labelled: bool) -> list[Example]:
+    def read(path: str | None, labelled: bool, labels: list[str] | None, labels_from: str = "") -> list[Example]:
         if path is None:
             return []
         if not Path(path).is_file():
             raise DataError(f"{path}: no such file")
         return read_table(path, cfg.text_columns, cfg.label_column, regression=cfg.regression,
-                          require_label=labelled)
+                          require_label=labelled, labels=labels, labels_from=labels_from)
 
-    train = _head(read(cfg.train_file, True), cfg.max_train_examples) if with_train else []
-    dev = _head(read(cfg.dev_file, True), cfg.max_eval_examples)
-    test = _head(read(cfg.test_file, False), cfg.max_eval_examples)
-    labels = None if cfg.regression else list(infer_label_names(train or dev))
-    if labels is not None:
-        for split, examples, path in (("dev", dev, cfg.dev_file),):
-            unknown = sorted({str(e.label) for e in examples} - set(labels))
-            if unknown:
-                raise DataError(f"{path}: {split} labels {unknown} never occur in the training file "
-                                f"(labels: {labels})")
+    # The labels are the training file's; those of the evaluation files must be among them.
+    train = _head(read(cfg.train_file, True, None), cfg.max_train_examples) if with_train else []
+    labels = None if cfg.regression or not train else list(infer_label_names(train))
+    labels_from = str(cfg.train_file) + (f" (its first {len(train)} rows)" if cfg.max_train_examples else "")
+    dev = _head(read(cfg.dev_file, True, labels, labels_from), cfg.max_eval_examples)
+    if labels is None and not cfg.regression and dev:
+        labels, labels_from = list(infer_label_names(dev)), str(cfg.dev_file)
+    test = _head(read(cfg.test_file, False, labels, labels_from), cfg.max_eval_examples)
     name = Path(cfg.train_file or cfg.dev_file or "custom").stem
     metrics = task_metrics(None, cfg.regression, len(labels or [None]))
     return TaskData(name, labels, metrics, train, {"dev": dev} if dev else {},

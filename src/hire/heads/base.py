@@ -25,6 +25,9 @@ class Head(nn.Module):
     """Base class: ``forward(hidden_states, mask) -> HeadOutput``; ``output_dim`` says its width."""
 
     output_dim: int
+    # False when the head reads a hidden state below the last, leaving the encoder's upper layers out of
+    # the graph (distributed data-parallel training must then look for unused parameters).
+    reads_last_layer: bool = True
 
     def forward(self, hidden_states: Sequence[Tensor], mask: Tensor) -> HeadOutput:  # pragma: no cover
         raise NotImplementedError

@@ -78,6 +78,7 @@ class Pooling(Head):
         if mode not in ("cls", "sep", "mean", "max"):
             raise ValueError(f"pooling mode must be 'cls', 'sep', 'mean' or 'max', not {mode!r}")
         self.mode, self.layer = mode, _check_layer(layer, num_hidden_states)
+        self.reads_last_layer = self.layer == num_hidden_states - 1
         self.output_dim = hidden_size
 
     def forward(self, hidden_states: Sequence[Tensor], mask: Tensor) -> HeadOutput:

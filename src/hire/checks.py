@@ -1,0 +1,144 @@
+"""Checks of what options name, before anything runs: files, folders, saved models, encoders, heads.
+
+Each raises :class:`~hire.config.ConfigError` with a message that starts with the option and its value
+(``--output x.csv: the same file as --input, ...``). They read the file system but never change it.
+:func:`writing` makes a failed write (a full disk) name its file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, get_type_hints
+
+from hire.config import HEAD_OPTION_RANGES, ConfigError, describe_type, type_ok
+
+
+def check_text_columns(columns: list[str], label_column: str | None, option: str, label_option: str) -> None:
+    """One or two distinct text columns, neither of them the label column."""
+    if not 1 <= len(columns) <= 2:
+        raise ConfigError(f"{option}: give one or two column names, not {len(columns)} ({','.join(columns)})")
+    if len(set(columns)) < len(columns):
+        raise ConfigError(f"{option}: the same column twice ({','.join(columns)})")
+    if label_column in columns:
+        raise ConfigError(f"{option}: {label_column!r} is also {label_option}; the model would read the answer")
+
+
+def check_input_file(path: str | Path, option: str) -> Path:
+    """An existing file (not a folder)."""
+    file = Path(path).expanduser()
+    if not file.exists():
+        raise ConfigError(f"{option} {path}: no such file")
+    if not file.is_file():
+        raise ConfigError(f"{option} {path}: a folder, not a file")
+    return file
+
+
+def _check_writable(target: Path, option: str, given: str | Path) -> None:
+    """The nearest existing path at or above ``target`` is a folder this process may write in."""
+    existing = target.absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f"{option} {given}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"{option} {given}: cannot write in {existing} (permission denied)")
+
+
+def check_output_folder(path: str | Path, option: str) -> None:
+    """A folder the command may create, or write in."""
+    folder = Path(path).expanduser()
+    if not str(path).strip():
+        raise ConfigError(f"{option}: the path is empty")
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{option} {path}: a file, not a folder")
+    _check_writable(folder, option, path)
+
+
+def check_output_file(path: str | Path, option: str, inputs: Mapping[str, str | Path] | None = None) -> Path:
+    """A file the command may write, and none of its ``inputs`` (option -> path): it would be replaced."""
+    file = Path(path).expanduser()
+    if file.is_dir():
+        raise ConfigError(f"{option} {path}: a folder; give a file name")
+    for input_option, input_path in (inputs or {}).items():
+        if file.resolve() == Path(input_path).expanduser().resolve():
+            raise ConfigError(f"{option} {path}: the same file as {input_option}, which it would replace; "
+                              "choose another path")
+    if file.exists() and not os.access(file, os.W_OK):
+        raise ConfigError(f"{option} {path}: the file is not writable (permission denied)")
+    _check_writable(file.parent, option, path)
+    return file
+
+
+def check_saved_model(path: str | Path, option: str) -> Path:
+    """A folder written by ``HireModel.save_pretrained``."""
+    folder = Path(path).expanduser()
+    if not folder.exists():
+        raise ConfigError(f"{option} {path}: no such folder")
+    if not (folder / "config.json").is_file():
+        hint = f"; its best model is {Path(path) / 'best'}" if (folder / "best" / "config.json").is_file() else ""
+        raise ConfigError(f"{option} {path}: not a saved hire model (no config.json){hint}")
+    return folder
+
+
+_HUB_NAME = re.compile(r"\w[\w.-]*(/\w[\w.-]*)?")
+
+
+def check_encoder(name: str, option: str) -> None:
+    """A local model folder, the default encoder's short name, or a hub name (already cached when offline)."""
+    path = Path(name).expanduser()
+    if path.exists():
+        if not (path / "config.json").is_file():
+            raise ConfigError(f"{option} {name}: not a Hugging Face model folder (no config.json)")
+        return
+    if not _HUB_NAME.fullmatch(name) or ".." in name or "--" in name:
+        raise ConfigError(f"{option} {name}: no such folder, and not a Hugging Face hub name")
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    from hire.encoder import DEFAULT_ENCODER
+
+    if name in (DEFAULT_ENCODER, f"sentence-transformers/{DEFAULT_ENCODER}") or not constants.HF_HUB_OFFLINE:
+        return  # resolved by hire.encoder.resolve_encoder, or downloaded
+    if not isinstance(try_to_load_from_cache(name, "config.json"), str):
+        raise ConfigError(f"{option} {name}: no such folder, and not a known name or a model in the Hugging "
+                          "Face cache (HF_HUB_OFFLINE is set, so nothing is downloaded)")
+
+
+def check_head(head: str, options: dict[str, Any]) -> None:
+    """The head exists, and takes each of ``options`` with a value of its type and range."""
+    from hire.heads import base, head_options
+
+    try:
+        valid = head_options(head)
+    except ValueError as err:
+        raise ConfigError(f"--model.head: {err}") from None
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise ConfigError(f"--model.head_options: head {head!r} has no option {', '.join(map(repr, unknown))}; "
+                          f"its options are: {', '.join(valid) or '(none)'}")
+    factory = base._lookup(head)[0]  # its annotations type the options
+    try:
+        types_by_name = get_type_hints(factory.__init__ if isinstance(factory, type) else factory)
+    except (NameError, TypeError):
+        types_by_name = {}
+    for key, value in options.items():
+        tp = types_by_name.get(key, Any)
+        if not type_ok(value, tp):
+            raise ConfigError(f"--model.head_options: {key} must be {describe_type(tp)}, not {value!r}")
+        rule = HEAD_OPTION_RANGES.get(key)
+        if rule is not None and value is not None and not rule[1](value):
+            raise ConfigError(f"--model.head_options: {key} must be {rule[0]}, not {value!r}")
+
+
+@contextmanager
+def writing(path: str | Path) -> Iterator[None]:
+    """Name ``path`` in an OSError that does not (a full disk is reported at the write, without a name)."""
+    try:
+        yield
+    except OSError as err:
+        if err.filename is None and err.errno is not None:
+            raise OSError(err.errno, err.strerror, str(path)) from err
+        raise

@@ -1,0 +1,149 @@
+"""``hire experiment run|status|collect|report EXPERIMENT.yaml``: multi-seed grids and the paper's tables."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hire.experiments.experiment import Experiment
+
+EPILOG = """\
+The experiment file declares a grid of runs (see configs/experiments/ and hire.experiments.spec):
+a base run configuration, axes to cross (any run option: data.task, model.head, train.seed, ...),
+per-task options, extra cells, the baseline head, and which heads and tasks go in which table.
+Every cell is an ordinary run folder, <runs_dir>/<name>/<cell-id>/; its record (configuration,
+metrics, dev curve, layer weights) goes to <experiments_dir>/<name>/records/, from which `report`
+makes every table and figure.
+
+examples:
+  hire experiment status configs/experiments/table1-minilm.yaml
+  hire experiment run configs/experiments/table1-minilm.yaml --only data.task=RTE --max_runs 2
+  hire experiment run configs/experiments/table1-minilm.yaml --time_budget 120
+  hire experiment report configs/experiments/table1-minilm.yaml
+"""
+
+
+def _load(args: argparse.Namespace) -> tuple[Experiment, Path, Path]:
+    """The experiment, its runs folder and its results folder (experiments_dir/name)."""
+    from hire.experiments.experiment import load_experiment
+
+    exp = load_experiment(args.experiment)
+    return exp, Path(args.runs_dir), Path(args.experiments_dir) / exp.name
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from hire.experiments.runner import run_experiment
+    from hire.experiments.status import parse_only
+
+    exp, runs_dir, exp_dir = _load(args)
+    if args.max_runs is not None and args.max_runs < 0:
+        raise ValueError("--max_runs: expected 0 or more")
+    try:
+        return run_experiment(exp, runs_dir, exp_dir, max_runs=args.max_runs, time_budget=args.time_budget,
+                              only=parse_only(exp, args.only), stop_on_error=args.stop_on_error,
+                              default_minutes=args.default_minutes, dry_run=args.dry_run)
+    except KeyboardInterrupt:
+        print(f"\nhire experiment run: interrupted; run the same command again to resume ({args.experiment})")
+        return 130
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from hire.experiments.records import records_dir
+    from hire.experiments.status import parse_only, print_status
+
+    exp, runs_dir, exp_dir = _load(args)
+    return print_status(exp, runs_dir, records_dir(exp_dir), args.default_minutes, parse_only(exp, args.only),
+                        args.list)
+
+
+def _cmd_collect(args: argparse.Namespace) -> int:
+    from hire.experiments.records import collect
+
+    exp, runs_dir, exp_dir = _load(args)
+    result = collect(exp, runs_dir, exp_dir)
+    print(f"{exp.name}: records in {exp_dir / 'records'}: {len(result['written'])} written, "
+          f"{len(result['unchanged'])} unchanged, {len(result['unfinished'])} cells unfinished")
+    for cid in result["changed_config"]:
+        print(f"  {cid}: its run folder holds another configuration than the file declares; no record")
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from hire.experiments.report import write_report
+
+    exp, _, exp_dir = _load(args)
+    result = write_report(exp, exp_dir)
+    if not args.quiet:
+        from hire.experiments.tables import markdown
+
+        for data in result["tables"]:
+            print(markdown(data))
+    s = result["summary"]
+    print(f"{exp.name}: {s['with_records']} of {s['cells']} cells recorded; {len(result['changed'])} of "
+          f"{len(result['files'])} files changed in {exp_dir} (open {exp_dir / 'report.html'})")
+    for cid, keys in s["records_with_changed_config"].items():
+        print(f"  left out {cid}: trained with another {', '.join(keys)} than the file now says")
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Register ``hire experiment`` and its sub-commands on the ``hire`` parser."""
+    exp = sub.add_parser("experiment", help="run a multi-seed grid of runs and make the paper's tables from it",
+                         description="Run a grid of runs (tasks x heads x seeds x any option) one at a time, "
+                         "and make the paper's tables and figures from their records.", epilog=EPILOG,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = exp.add_subparsers(dest="experiment_command", required=True, metavar="COMMAND")
+
+    def command(name: str, help: str, description: str) -> argparse.ArgumentParser:
+        p = commands.add_parser(name, help=help, description=description, epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.add_argument("experiment", help="the experiment file (e.g. configs/experiments/table1-minilm.yaml)")
+        p.add_argument("--runs_dir", default="runs/experiments",
+                       help="where run folders go: RUNS_DIR/<name>/<cell-id>/ (default: runs/experiments)")
+        p.add_argument("--experiments_dir", default="experiments",
+                       help="where records, tables, figures and the report go: EXPERIMENTS_DIR/<name>/ "
+                       "(default: experiments)")
+        return p
+
+    def selection(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--only", action="append", metavar="KEY=VALUE",
+                       help="only cells with this option value (e.g. data.task=RTE, model.head=hire, "
+                       "train.seed=1, cell=<cell-id>); repeat a key for either value, give several keys for all")
+        p.add_argument("--default_minutes", type=float, default=30.0, metavar="MINUTES",
+                       help="estimated minutes per cell where no finished record of its task and head "
+                       "exists yet (default: 30)")
+
+    run = command("run", "train the cells not done yet, one at a time",
+                  "Train every cell not done yet, one at a time, each an ordinary `hire train` run streaming "
+                  "its progress here. Finished cells are skipped, unfinished ones resume; each finished cell "
+                  "gets its record. Exit status 1 if a cell failed.")
+    selection(run)
+    run.add_argument("--max_runs", type=int, metavar="N", help="train at most N cells, then stop")
+    run.add_argument("--time_budget", type=float, metavar="MINUTES",
+                     help="do not start a cell whose estimated time exceeds what is left of MINUTES")
+    run.add_argument("--stop_on_error", action="store_true", help="stop at the first failing cell")
+    run.add_argument("--dry_run", action="store_true",
+                     help="print the `hire train` command of each cell that would run (with the other "
+                     "options), run nothing")
+    run.set_defaults(func=_cmd_run)
+
+    status = command("status", "count the cells done, running, started and left, with the time left",
+                     "Count the cells done, running (their folder is locked by a training process), started "
+                     "(unfinished: they resume), left, and changed (their folder holds another configuration); "
+                     "estimate the time left from finished records.")
+    selection(status)
+    status.add_argument("--list", action="store_true", help="also list every cell with its state")
+    status.set_defaults(func=_cmd_status)
+
+    collect = command("collect", "(re)write the records of finished cells from their run folders",
+                      "(Re)write experiments/<name>/records/ from the finished run folders (`run` does this "
+                      "after each cell; use it after training cells by hand or changing figure2).")
+    collect.set_defaults(func=_cmd_collect)
+
+    report = command("report", "make the tables, figures and HTML page from the records",
+                     "Make tables (Markdown, CSV, JSON), figures (Figure 2, seed spread) and a self-contained "
+                     "report.html from the records alone (no run folders needed).")
+    report.add_argument("--quiet", action="store_true", help="do not print the tables")
+    report.set_defaults(func=_cmd_report)

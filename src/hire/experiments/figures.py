@@ -1,0 +1,149 @@
+"""Figures drawn from records: the paper's Figure 2, and the spread of seeds behind each table.
+
+Figure 2 (paper §5): left, the importance scores (layer weights) averaged over each task's dev set, one
+row per task in the paper's order; right, the scores of individual dev examples of one task. As in the
+paper, each task's row comes from its best single model (``figure2.select: best``; or the median seed).
+The numbers behind each figure are written as CSV beside it. Figures are drawn with matplotlib's object
+API (no pyplot state; Agg), and PNGs carry no time stamp or software version
+(``metadata={"Software": None}``), so the same records give the same bytes.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from hire.experiments.aggregate import task_score
+from hire.experiments.experiment import Experiment
+from hire.experiments.records import Records, read_examples
+
+
+def png_bytes(fig: Figure) -> bytes:
+    """The figure as PNG (Agg), with no software version or time stamp in it."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def _choose(exp: Experiment, ids: tuple[str, ...], records: Records, select: str) -> str | None:
+    """The best seed's cell (ties: the lowest seed), or the median seed's (lower middle for even n)."""
+    done = sorted((c for c in ids if c in records.by_cell), key=lambda c: exp.cell(c).seed)
+    if not done:
+        return None
+    ranked = sorted(done, key=lambda c: -task_score(records.by_cell[c]))  # stable: lowest seed first on ties
+    return ranked[0] if select == "best" else ranked[len(ranked) // 2]
+
+
+def figure2_data(exp: Experiment, records: Records, exp_dir: Path) -> dict[str, Any] | None:
+    """The mean layer weights per task and the per-example ones, from the chosen cells' records."""
+    f = exp.figure2
+    if f is None:
+        return None
+    tasks = []
+    for task in f.tasks:
+        cid = _choose(exp, f.cells[task], records, f.select)
+        weights = records.by_cell[cid].get("layer_weights") if cid else None
+        if cid and weights:
+            split = next(iter(weights))
+            tasks.append({"task": task, "cell": cid, "seed": exp.cell(cid).seed, "split": split,
+                          "score": task_score(records.by_cell[cid]), "weights": weights[split]["mean"]})
+    if not tasks:
+        return None
+    width = len(tasks[0]["weights"])
+    tasks = [t for t in tasks if len(t["weights"]) == width]  # one encoder depth per figure
+    chosen = next((t["cell"] for t in tasks if t["task"] == f.examples_task), None)
+    examples = read_examples(exp_dir, chosen) if chosen else None
+    return {"label": f.label, "select": f.select, "tasks": tasks, "examples_task": f.examples_task,
+            "examples": examples if examples and len(examples["weights"][0]) == width else None}
+
+
+def figure2_csvs(data: dict[str, Any]) -> tuple[str, str | None]:
+    """The numbers behind Figure 2: per task (left) and per example (right)."""
+    width = len(data["tasks"][0]["weights"])
+    states = [f"h{i}" for i in range(width)]
+    left = io.StringIO()
+    w = csv.writer(left, lineterminator="\n")
+    w.writerow(["task", "cell", "seed", "split", "score", *states])
+    for t in data["tasks"]:
+        w.writerow([t["task"], t["cell"], t["seed"], t["split"], f"{t['score']:.4f}",
+                    *(f"{x:.6f}" for x in t["weights"])])
+    if not data["examples"]:
+        return left.getvalue(), None
+    right = io.StringIO()
+    w = csv.writer(right, lineterminator="\n")
+    w.writerow(["example", "guid", "label", *states])
+    ex = data["examples"]
+    for i, (guid, label, weights) in enumerate(zip(ex["guids"], ex["labels"], ex["weights"], strict=True)):
+        w.writerow([i, guid, label, *(f"{x:.6f}" for x in weights)])
+    return left.getvalue(), right.getvalue()
+
+
+def _heatmap(fig: Figure, ax: Any, matrix: list[list[float]], annotate: bool) -> None:
+    """A heatmap scaled to its own range (layer weights are often close to uniform), values printed."""
+    image = ax.imshow(matrix, cmap="Blues", aspect="auto", interpolation="nearest")
+    width = len(matrix[0])
+    ax.set_xticks(range(width), [str(i) for i in range(width)])
+    ax.set_xlabel("hidden state (0 = embeddings)")
+    if annotate:
+        low, high = min(map(min, matrix)), max(map(max, matrix))
+        for i, r in enumerate(matrix):
+            for j, v in enumerate(r):
+                dark = high > low and (v - low) / (high - low) > 0.6
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="white" if dark else "black")
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+
+
+def figure2_png(data: dict[str, Any]) -> bytes:
+    tasks, examples = data["tasks"], data["examples"]
+    height = max(3.2, 1.6 + 0.45 * max(len(tasks), 0 if not examples else min(len(examples["weights"]), 8)))
+    fig = Figure(figsize=(12 if examples else 6.5, height))
+    axes = fig.subplots(1, 2 if examples else 1, squeeze=False)
+    left = axes[0][0]
+    _heatmap(fig, left, [t["weights"] for t in tasks], annotate=len(tasks[0]["weights"]) <= 13)
+    left.set_yticks(range(len(tasks)), [t["task"] for t in tasks])
+    left.set_title(f"{data['label']}: mean importance score per task ({data['select']} seed)", fontsize=10)
+    if examples:
+        right = axes[0][1]
+        _heatmap(fig, right, examples["weights"], annotate=False)
+        right.set_ylabel("dev example")
+        right.set_title(f"{data['examples_task']}: first {len(examples['weights'])} dev examples", fontsize=10)
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def seeds_png(data: dict[str, Any]) -> bytes | None:
+    """One panel per task: each row's seeds as dots, its median as a bar; heads on the x axis."""
+    tasks, rows = data["tasks"], data["rows"]
+    if not any(r["tasks"][t]["n"] for r in rows for t in tasks):
+        return None
+    ncols = min(4, len(tasks))
+    nrows = -(-len(tasks) // ncols)
+    width = max(3.2 * ncols + 0.5, 5.0)
+    fig = Figure(figsize=(width, 3.4 * nrows + 0.3))
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    for index, task in enumerate(tasks):
+        ax = axes[index // ncols][index % ncols]
+        for x, row in enumerate(rows):
+            cell = row["tasks"][task]
+            values = list(cell["scores"].values())
+            offsets = [(k - (len(values) - 1) / 2) * 0.08 for k in range(len(values))]
+            ax.scatter([x + o for o in offsets], values, s=14, color="tab:blue", zorder=3)
+            if cell["median"] is not None:
+                ax.hlines(cell["median"], x - 0.3, x + 0.3, color="tab:red", linewidth=2, zorder=2)
+        ax.set_xticks(range(len(rows)), [r["label"] for r in rows], rotation=30, ha="right", fontsize=8)
+        ax.set_xlim(-0.6, len(rows) - 0.4)
+        ax.set_title(task, fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+        if index % ncols == 0:
+            ax.set_ylabel("dev score x100")
+    for index in range(len(tasks), nrows * ncols):
+        axes[index // ncols][index % ncols].axis("off")
+    title = f"{data['title']}: each seed (dots) and the median (bar)"
+    fig.suptitle(textwrap.fill(title, width=int(width * 13)), fontsize=10)
+    fig.tight_layout()
+    return png_bytes(fig)

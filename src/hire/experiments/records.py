@@ -1,0 +1,193 @@
+"""Records: one small JSON file per finished cell, from which every table and figure is drawn.
+
+``experiments/<name>/records/<cell-id>.json`` holds the run's resolved configuration, its final dev
+metrics, steps, training time, precision, the machine, the per-evaluation dev curve and the mean layer
+weights of each dev split. Per-example layer weights are kept only where Figure 2 needs them, in
+``<cell-id>.layer_weights.json.gz``. Records are committed: ``hire experiment report`` needs nothing
+else, so anyone can regenerate the tables and figures. Files are written deterministically (sorted keys,
+gzip without a timestamp) and only when their content changes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from tqdm.auto import tqdm
+
+from hire.experiments.experiment import Experiment
+from hire.experiments.spec import RUNNER_OWNED, Cell, config_differences
+
+RUNNER_FILE = "experiment.json"  # written by the runner into a run folder: wall time over attempts
+
+
+def run_dir(runs_dir: Path, exp: Experiment, cell: Cell) -> Path:
+    return Path(runs_dir) / exp.name / cell.id
+
+
+def records_dir(exp_dir: Path) -> Path:
+    return Path(exp_dir) / "records"
+
+
+def write_if_changed(path: Path, data: bytes) -> bool:
+    """Write ``data`` unless the file already holds it (unchanged files keep their time stamps)."""
+    if path.is_file() and path.read_bytes() == data:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+    return True
+
+
+def json_bytes(data: Any) -> bytes:
+    return (json.dumps(data, indent=1, sort_keys=True) + "\n").encode()
+
+
+def gzip_bytes(data: bytes) -> bytes:
+    """gzip with no file name and mtime 0: the same content always gives the same bytes."""
+    buffer = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as gz:
+        gz.write(data)
+    return buffer.getvalue()
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def machine_info() -> dict[str, Any]:
+    """This machine, for runs whose metrics.json has no ``machine`` (marked ``source: collected``)."""
+    import torch
+    import transformers
+
+    return {"cpu": _cpu_model() or platform.machine(), "cpu_count": os.cpu_count(), "platform": platform.platform(),
+            "python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
+            "cuda_device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+            "source": "collected"}
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def dev_curve(run: Path) -> list[dict[str, Any]]:
+    """Every evaluation of the run: step, epoch, training loss, selection score and dev metrics."""
+    return [{"step": e["step"], "epoch": e.get("epoch"), "train_loss": e.get("train_loss"),
+             "score": e.get("selection_score"), "dev": e.get("dev", {})} for e in _jsonl(run / "metrics.jsonl")]
+
+
+def layer_weights(run: Path, splits: list[str]) -> dict[str, dict[str, Any]]:
+    """Per dev split, the layer weights averaged over its examples (heads that weight layers)."""
+    out = {}
+    for split in splits:
+        rows = [r["layer_weights"] for r in _jsonl(run / "predictions" / f"{split}.jsonl") if r.get("layer_weights")]
+        if rows:
+            width = len(rows[0])
+            mean = [round(sum(r[i] for r in rows) / len(rows), 6) for i in range(width)]
+            out[split] = {"n": len(rows), "mean": mean}
+    return out
+
+
+def example_weights(run: Path, split: str, n: int) -> dict[str, Any] | None:
+    """The first ``n`` dev examples' layer weights (Figure 2, right), or None without weights."""
+    rows = [r for r in _jsonl(run / "predictions" / f"{split}.jsonl")[:n] if r.get("layer_weights")]
+    if not rows:
+        return None
+    return {"split": split, "guids": [r["guid"] for r in rows], "labels": [r.get("label") for r in rows],
+            "weights": [r["layer_weights"] for r in rows]}
+
+
+def make_record(exp: Experiment, cell: Cell, run: Path) -> dict[str, Any]:
+    final = json.loads((run / "metrics.json").read_text())
+    config = yaml.safe_load((run / "config.yaml").read_text()) or {}
+    for key in RUNNER_OWNED:
+        config.pop(key, None)
+    runner = json.loads((run / RUNNER_FILE).read_text()) if (run / RUNNER_FILE).is_file() else {}
+    splits = list(final.get("dev", {}))
+    return {"experiment": exp.name, "cell": cell.id, "options": {k: cell.options[k] for k in exp.identity},
+            "config": config, "task": final.get("task", cell.task), "head": final.get("head", cell.head),
+            "encoder": final.get("encoder"), "dev": final.get("dev", {}), "score": final["score"],
+            "best_step": final.get("best_step"), "steps": final.get("steps"),
+            "train_seconds": final.get("train_seconds"), "wall_seconds": runner.get("wall_seconds"),
+            "mixed_precision": final.get("mixed_precision"), "machine": final.get("machine") or machine_info(),
+            "curve": dev_curve(run), "layer_weights": layer_weights(run, splits)}
+
+
+def wants_examples(exp: Experiment, cell: Cell) -> bool:
+    f = exp.figure2
+    return f is not None and cell.id in f.cells.get(f.examples_task, ())
+
+
+def collect_cell(exp: Experiment, cell: Cell, run: Path, exp_dir: Path) -> bool:
+    """(Re)write the cell's record (and Figure 2's per-example weights); True if a file changed."""
+    record = make_record(exp, cell, run)
+    folder = records_dir(exp_dir)
+    changed = write_if_changed(folder / f"{cell.id}.json", json_bytes(record))
+    if wants_examples(exp, cell) and record["dev"]:
+        assert exp.figure2 is not None
+        examples = example_weights(run, next(iter(record["dev"])), exp.figure2.examples)
+        if examples is not None:
+            data = gzip_bytes(json.dumps({"cell": cell.id, **examples}, sort_keys=True).encode())
+            changed |= write_if_changed(folder / f"{cell.id}.layer_weights.json.gz", data)
+    return changed
+
+
+def collect(exp: Experiment, runs_dir: Path, exp_dir: Path) -> dict[str, list[str]]:
+    """Records of every finished cell whose run folder matches its configuration."""
+    result: dict[str, list[str]] = {"written": [], "unchanged": [], "changed_config": [], "unfinished": []}
+    for cell in tqdm(exp.cells, desc="collect records", leave=False, disable=len(exp.cells) < 20):
+        run = run_dir(runs_dir, exp, cell)
+        if not (run / "metrics.json").is_file():
+            result["unfinished"].append(cell.id)
+        elif config_differences(yaml.safe_load((run / "config.yaml").read_text()) or {}, cell.options):
+            result["changed_config"].append(cell.id)
+        else:
+            result["written" if collect_cell(exp, cell, run, exp_dir) else "unchanged"].append(cell.id)
+    return result
+
+
+def read_examples(exp_dir: Path, cell_id: str) -> dict[str, Any] | None:
+    path = records_dir(exp_dir) / f"{cell_id}.layer_weights.json.gz"
+    return json.loads(gzip.decompress(path.read_bytes())) if path.is_file() else None
+
+
+@dataclass
+class Records:
+    """The records of an experiment's cells, and those left out (with why)."""
+
+    by_cell: dict[str, dict[str, Any]] = field(default_factory=dict)
+    not_in_grid: list[str] = field(default_factory=list)  # records of cells the file no longer declares
+    stale: dict[str, list[str]] = field(default_factory=dict)  # cell -> options that differ from the file
+
+
+def load_records(exp: Experiment, exp_dir: Path) -> Records:
+    """Every record of ``exp``; one whose configuration no longer matches the file is left out."""
+    records, ids = Records(), {c.id for c in exp.cells}
+    for path in sorted(records_dir(exp_dir).glob("*.json")):
+        record = json.loads(path.read_text())
+        cid = record.get("cell", path.stem)
+        if cid not in ids:
+            records.not_in_grid.append(cid)
+            continue
+        differ = config_differences(record.get("config", {}), exp.cell(cid).options)
+        if differ:
+            records.stale[cid] = differ
+        else:
+            records.by_cell[cid] = record
+    return records

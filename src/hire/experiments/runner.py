@@ -1,0 +1,209 @@
+"""``hire experiment run``: train an experiment's cells one after another, as ordinary ``hire train`` runs.
+
+Each cell is ``python -m hire.cli train <its options> --output_dir <runs_dir>/<name>/<cell-id>`` in a
+subprocess whose output streams to the terminal (and to ``<runs_dir>/<name>/logs/<cell-id>.log``).
+Cells run one at a time, never in parallel: two torch processes on a small CPU slow each other down
+many times over; a lock on ``<runs_dir>/.runner.lock`` keeps a second runner out. A finished cell
+(``metrics.json``) is skipped, an unfinished one resumes (``hire train`` does that by itself), a cell
+whose folder another process is training in is left alone. After each cell its record is written. A
+failing cell is reported and the runner goes on (``--stop_on_error`` stops it); the exit status is
+non-zero if any cell failed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hire.experiments.experiment import Experiment
+from hire.experiments.records import RUNNER_FILE, collect_cell, json_bytes, records_dir, run_dir, write_if_changed
+from hire.experiments.spec import Cell, ExperimentError, default_options
+from hire.experiments.status import CellStatus, Estimates, cell_statuses, matches_only
+
+
+def cli_value(value: Any) -> str:
+    """A resolved option as ``hire train`` reads it back (``hire.cli.coerce``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "none"
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True)
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def train_command(cell: Cell, run: Path) -> list[str]:
+    """The cell's ``hire train`` command: every option that differs from the defaults."""
+    defaults = default_options()
+    args = [arg for key, value in cell.options.items() if value != defaults.get(key)
+            for arg in (f"--{key}", cli_value(value))]
+    return [sys.executable, "-m", "hire.cli", "train", *args, "--output_dir", str(run)]
+
+
+def _last_error(log: Path) -> str:
+    """The line of the log that says why a run failed (``hire train: error: ...`` or the last one)."""
+    lines = [ln.strip() for ln in log.read_text(errors="replace").replace("\r", "\n").splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error:" in ln.lower() or "Error" in ln]
+    return (errors or lines or ["no output"])[-1][:400]
+
+
+def stream(cmd: list[str], log: Path) -> int:
+    """Run ``cmd``, its output going both to the terminal and to ``log``; returns its exit status."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": os.environ.get("TOKENIZERS_PARALLELISM",
+                                                                                              "false")}
+    terminal = getattr(sys.stdout, "buffer", None)
+    with log.open("ab") as sink:
+        sink.write(f"$ {shlex.join(cmd)}\n".encode())
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+        assert proc.stdout is not None
+        try:
+            while chunk := proc.stdout.read1(65536):
+                sink.write(chunk)
+                if terminal is not None:
+                    terminal.write(chunk)
+                    terminal.flush()
+                else:
+                    sys.stdout.write(chunk.decode(errors="replace"))
+            return proc.wait()
+        except KeyboardInterrupt:  # the child has the signal too: let it stop cleanly (it can resume)
+            proc.wait()
+            raise
+
+
+def _note_attempt(run: Path, seconds: float) -> None:
+    """Add this attempt's wall time to ``<run>/experiment.json`` (the time estimates use it)."""
+    if not (run / "config.yaml").is_file():
+        return  # never write into a folder that holds no run: ``hire train`` would refuse it
+    path = run / RUNNER_FILE
+    info = json.loads(path.read_text()) if path.is_file() else {"attempts": 0, "wall_seconds": 0.0}
+    info = {"attempts": info["attempts"] + 1, "wall_seconds": round(info["wall_seconds"] + seconds, 1)}
+    write_if_changed(path, json_bytes(info))
+
+
+@contextmanager
+def runner_lock(runs_dir: Path) -> Iterator[None]:
+    """One runner at a time under ``runs_dir`` (cells must never train in parallel)."""
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    with (runs_dir / ".runner.lock").open("a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            raise ExperimentError(f"{runs_dir}: another `hire experiment run` is training there "
+                                  f"({f.read().strip() or 'a running process'}); wait for it to finish") from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"pid {os.getpid()}\n")
+        f.flush()
+        yield
+
+
+@dataclass
+class Progress:
+    """What one ``run`` did, and the time it has spent (or, in a dry run, would have)."""
+
+    started: int = 0
+    finished: int = 0
+    already_done: int = 0
+    failed: list[str] = field(default_factory=list)
+    planned_seconds: float = 0.0
+    clock: float = field(default_factory=time.monotonic)
+
+    def spent(self) -> float:
+        return time.monotonic() - self.clock + self.planned_seconds
+
+
+def run_experiment(exp: Experiment, runs_dir: Path, exp_dir: Path, *, max_runs: int | None = None,
+                   time_budget: float | None = None, only: dict[str, list[Any]] | None = None,
+                   stop_on_error: bool = False, default_minutes: float = 30.0, dry_run: bool = False,
+                   say: Callable[[str], None] = print) -> int:
+    """Advance the grid; returns 0, or 1 if a cell failed. ``dry_run``: say what would run, run nothing."""
+    runs_dir, exp_dir = Path(runs_dir), Path(exp_dir)
+    with nullcontext() if dry_run else runner_lock(runs_dir):
+        statuses = [s for s in cell_statuses(exp, runs_dir) if matches_only(s.cell, only)]
+        estimates = Estimates.from_records(records_dir(exp_dir), default_minutes)
+        todo = sum(s.state in ("left", "started") for s in statuses)
+        say(f"{exp.name}: {len(statuses)} cells selected: {sum(s.state == 'done' for s in statuses)} done, "
+            f"{todo} to run")
+        progress = Progress()
+        for s in statuses:
+            if s.state in ("done", "running", "changed"):
+                _skip(exp, s, exp_dir, progress, dry_run, say)
+                if s.state == "changed" and stop_on_error:
+                    break
+                continue
+            if max_runs is not None and progress.started >= max_runs:
+                say(f"--max_runs {max_runs} reached; {todo - progress.started} cells left")
+                break
+            estimate = estimates.seconds(s.cell)
+            left = None if time_budget is None else time_budget * 60 - progress.spent()
+            if left is not None and estimate > left:
+                say(f"stopping before {s.cell.id}: it takes about {estimate / 60:.0f} min, "
+                    f"{max(left, 0) / 60:.0f} min of the time budget are left")
+                break
+            progress.started += 1
+            if dry_run:
+                progress.planned_seconds += estimate
+                say(f"would run {s.cell.id} (about {estimate / 60:.0f} min): "
+                    f"{shlex.join(train_command(s.cell, s.run))}")
+            elif _run_one(exp, s, runs_dir, exp_dir, progress.started, todo, estimate, say):
+                progress.finished += 1
+            else:
+                progress.failed.append(s.cell.id)
+                if stop_on_error:
+                    say("stopping (--stop_on_error)")
+                    break
+        p = progress
+        say(f"{exp.name}: {p.finished} cells finished now, {p.already_done} were done already, {len(p.failed)} failed"
+            + (f" ({', '.join(p.failed)})" if p.failed else "") + f"; {time.monotonic() - p.clock:.0f} s")
+        return 1 if p.failed else 0
+
+
+def _skip(exp: Experiment, s: CellStatus, exp_dir: Path, progress: Progress, dry_run: bool,
+          say: Callable[[str], None]) -> None:
+    """A cell not to train: done (its record is brought up to date), running elsewhere, or changed."""
+    if s.state == "done":
+        if not dry_run:
+            collect_cell(exp, s.cell, s.run, exp_dir)
+        progress.already_done += 1
+    elif s.state == "running":
+        say(f"{s.cell.id}: a process is training in {s.run} right now; left alone")
+    else:
+        progress.failed.append(s.cell.id)
+        say(f"{s.cell.id}: error: {s.run} holds a run with another configuration (differs in: "
+            f"{', '.join(s.differences)}); delete the folder to run the cell as the experiment file says")
+
+
+def _run_one(exp: Experiment, s: CellStatus, runs_dir: Path, exp_dir: Path, number: int, total: int,
+             estimate: float, say: Callable[[str], None]) -> bool:
+    """Train one cell (resuming it if it started before) and write its record; True if it finished."""
+    cmd = train_command(s.cell, s.run)
+    log = runs_dir / exp.name / "logs" / f"{s.cell.id}.log"
+    resume = " (resuming)" if s.state == "started" else ""
+    say(f"\n=== [{number}/{total}] {s.cell.id}{resume}: about {estimate / 60:.0f} min\n$ {shlex.join(cmd)}")
+    t0 = time.monotonic()
+    try:
+        code = stream(cmd, log)
+    finally:
+        _note_attempt(s.run, time.monotonic() - t0)
+    if code == 0 and (s.run / "metrics.json").is_file():
+        collect_cell(exp, s.cell, s.run, exp_dir)
+        return True
+    say(f"{s.cell.id}: failed (exit {code}): {_last_error(log)}\n  full log: {log}")
+    return False
+
+
+__all__ = ["cli_value", "run_dir", "run_experiment", "stream", "train_command"]

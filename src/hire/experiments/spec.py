@@ -1,0 +1,295 @@
+"""The experiment file: a grid of runs declared in YAML, validated, and expanded into cells.
+
+    name: table1-minilm                  # default: the file's stem
+    description: HIRE against the last-layer head, median of 5 seeds (paper Table 1)
+    base:
+      config: configs/cola-minilm.yaml   # a run configuration (``hire train --config``), optional
+      options: {train.patience: 2}       # run options on top of it (``--train.patience 2``)
+    seeds: [1, 2, 3, 4, 5]               # train.seed of every cell that does not set it itself
+    grid:                                # axes, crossed: any run option -> a list of values
+      data.task: [CoLA, RTE]
+      model.head: [last-layer, hire]
+    cells:                               # more cells: each entry a small grid of its own (lists cross)
+      - {data.task: CoLA, model.head: hire, model.head_options: [{fusion_layers: 0}, {fusion_layers: 1}]}
+    per_task:                            # options per task, under the cells' own values
+      CoLA: {train.lr: 1.0e-4, train.epochs: 6}
+    baseline: {model.head: last-layer}   # the row every other row is compared with (null: none)
+    tables: {...}                        # see hire.experiments.layout
+    figure2: {...}
+
+A cell's options are, from weakest to strongest: the defaults, ``base.config``, ``base.options``,
+``per_task`` of its task, and its own grid values. Every key is checked: an unknown key or option is
+one error naming the file and the key. Cell ids are readable and stable: task, head, the head options
+and the other options the cell's own grid sets (``key=value``), then the seed, joined by ``__``, e.g.
+``CoLA__hire__fusion_layers=1__seed3``. Cells are ordered seed first, so a grid advanced in slices
+completes whole seeds (paired comparisons) early.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import itertools
+import json
+import re
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin, get_type_hints
+
+import yaml
+
+from hire.cli import coerce
+from hire.config import ConfigError, RunConfig
+from hire.data.examples import DataError
+from hire.data.glue import get_task
+
+TOP_KEYS = ("name", "description", "base", "seeds", "grid", "cells", "per_task", "baseline", "tables", "figure2")
+RUNNER_OWNED = ("output_dir", "overwrite")  # set by the runner for every cell
+ALWAYS_IN_ID = ("data.task", "model.head", "train.seed")
+# The paper's order (Table 1, Figure 2): single sentence, similarity and paraphrase, inference.
+PAPER_TASK_ORDER = ("CoLA", "SST-2", "MRPC", "STS-B", "QQP", "MNLI", "QNLI", "RTE", "WNLI")
+
+
+class ExperimentError(ConfigError):
+    """A bad experiment file; the message names the file and the key at fault."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of the grid: its id, every run option resolved, and the keys its own grid set."""
+
+    id: str
+    options: dict[str, Any]  # every run option but output_dir/overwrite, by dotted name
+    declared: tuple[str, ...]  # the options its grid (or cells entry) set: what makes it this cell
+    source: str  # "grid" or "cells[2]", for messages
+
+    @property
+    def task(self) -> str:
+        return self.options["data.task"]
+
+    @property
+    def head(self) -> str:
+        return self.options["model.head"]
+
+    @property
+    def seed(self) -> int:
+        return self.options["train.seed"]
+
+
+# -- run options -------------------------------------------------------------------------------------
+def option_types(cls: type = RunConfig, prefix: str = "") -> dict[str, Any]:
+    """Every run option by its dotted name (``train.lr``), with its declared type."""
+    hints, out = get_type_hints(cls), {}
+    for f in dataclasses.fields(cls):
+        if dataclasses.is_dataclass(hints[f.name]):
+            out.update(option_types(hints[f.name], f"{prefix}{f.name}."))
+        else:
+            out[prefix + f.name] = hints[f.name]
+    return out
+
+
+def flatten_config(values: dict[str, Any]) -> dict[str, Any]:
+    """``{"train": {"lr": x}}`` -> ``{"train.lr": x}``; dotted keys are kept as they are."""
+    flat: dict[str, Any] = {}
+    for key, value in (values or {}).items():
+        if isinstance(value, dict) and key in ("data", "model", "train"):
+            flat.update({f"{key}.{k}": v for k, v in value.items()})
+        else:
+            flat[key] = value
+    return flat
+
+
+def default_options() -> dict[str, Any]:
+    flat = flatten_config(RunConfig().to_dict())
+    return {k: v for k, v in flat.items() if k not in RUNNER_OWNED}
+
+
+def config_differences(saved: dict[str, Any], options: dict[str, Any]) -> list[str]:
+    """Options in which a run folder's ``config.yaml`` (nested or flat) differs from a cell's options.
+    An option the saved file lacks counts as its default (an option added to the library later)."""
+    flat, defaults = flatten_config(saved), default_options()
+    return sorted(k for k in options if flat.get(k, defaults.get(k)) != options[k])
+
+
+def fail(path: Path | str, where: str, message: str) -> typing.NoReturn:
+    raise ExperimentError(f"{path}: {where}: {message}" if where else f"{path}: {message}")
+
+
+def check_keys(mapping: Any, allowed: typing.Iterable[str] | None, path: Path, where: str) -> dict[str, Any]:
+    """``mapping`` must be a mapping whose keys are all in ``allowed`` (None: any key); returns it
+    (``{}`` for null)."""
+    if mapping is None:
+        return {}
+    if not isinstance(mapping, dict):
+        fail(path, where, f"expected a mapping, not {type(mapping).__name__} {mapping!r}")
+    if allowed is None:
+        return mapping
+    allowed = list(allowed)
+    for key in mapping:
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), allowed, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; valid keys: {', '.join(allowed)}"
+            fail(path, where, f"unknown key {key!r}{hint}")
+    return mapping
+
+
+def check_option(path: Path, where: str, key: str, value: Any) -> Any:
+    """Validate one run option and convert its value to the declared type (task names canonical)."""
+    types = option_types()
+    if key in RUNNER_OWNED:
+        fail(path, where, f"{key} is set by the experiment runner (runs_dir/name/cell-id); remove it")
+    if key not in types:
+        close = difflib.get_close_matches(key, list(types), n=1)
+        fail(path, where, f"unknown run option {key!r}" + (f"; did you mean {close[0]!r}?" if close else
+                                                          "; `hire train --help` lists them"))
+    tp = types[key]
+    if isinstance(value, bool) and get_origin(tp) is Literal and "no" in get_args(tp):
+        fail(path, where, f"{key}: YAML reads a bare no/yes as {value}; write it in quotes: \"no\"")
+    try:
+        value = coerce(value, tp, key)
+    except ConfigError as err:
+        fail(path, where, str(err).removeprefix(f"{key}: "))
+    if key == "data.task" and value != "custom":
+        try:
+            value = get_task(value).name
+        except DataError as err:
+            fail(path, where, str(err))
+    if key == "model.head":
+        from hire.heads import head_names
+
+        if value not in head_names():
+            fail(path, where, f"unknown head {value!r}; the heads are: {', '.join(head_names())}")
+    return value
+
+
+def check_options(path: Path, where: str, mapping: Any) -> dict[str, Any]:
+    """A mapping of run options (dotted or nested by section), each validated."""
+    mapping = check_keys(mapping, None, path, where)
+    return {k: check_option(path, f"{where}.{k}", k, v) for k, v in flatten_config(mapping).items()}
+
+
+# -- the base configuration --------------------------------------------------------------------------
+def find_file(path: Path, name: str) -> Path | None:
+    """A path as written in an experiment file: absolute, or relative to the file's folder, to the
+    current folder, or to a folder above the file (``configs/x.yaml`` from ``configs/experiments/``)."""
+    candidate = Path(name)
+    if candidate.is_absolute():
+        return candidate if candidate.is_file() else None
+    for folder in (path.parent, Path.cwd(), *path.resolve().parents):
+        if (folder / candidate).is_file():
+            return folder / candidate
+    return None
+
+
+def resolve_base(path: Path, base: Any) -> dict[str, Any]:
+    """Defaults <- ``base.config`` <- ``base.options``, every option validated."""
+    base = check_keys(base, ("config", "options"), path, "base")
+    options = default_options()
+    if base.get("config"):
+        found = find_file(path, str(base["config"]))
+        if found is None:
+            fail(path, "base.config", f"no such file {base['config']!r} (looked beside the experiment file, "
+                 "in the current folder and the folders above the file)")
+        try:
+            values = yaml.safe_load(found.read_text()) or {}
+        except yaml.YAMLError as err:
+            fail(path, "base.config", f"{found}: not valid YAML ({err})")
+        options.update(check_options(path, f"base.config ({found})", values))
+    options.update(check_options(path, "base.options", base.get("options")))
+    return options
+
+
+# -- cells -------------------------------------------------------------------------------------------
+def axis_values(path: Path, where: str, key: str, values: Any) -> list[Any]:
+    """An axis: a list of values (a scalar is one value; a list-typed option needs a list of lists)."""
+    tp = option_types().get(key)
+    one_list_value = get_origin(tp) is list and isinstance(values, list) and not any(
+        isinstance(v, list) for v in values)
+    values = values if isinstance(values, list) and not one_list_value else [values]
+    if not values:
+        fail(path, where, f"{key}: an axis needs at least one value")
+    return [check_option(path, f"{where}.{key}", key, v) for v in values]
+
+
+def expand(path: Path, where: str, axes: Any, seeds: list[int] | None) -> list[dict[str, Any]]:
+    """The declared options of every cell of one grid, seed-major (whole seeds complete first)."""
+    axes = check_keys(axes, None, path, where)
+    columns = {k: axis_values(path, where, k, v) for k, v in flatten_config(axes).items()}
+    if "train.seed" not in columns and seeds:
+        columns["train.seed"] = list(seeds)
+    keys = sorted(columns, key=lambda k: k != "train.seed")
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(columns[k] for k in keys))]
+
+
+def _short_names(keys: typing.Iterable[str]) -> dict[str, str]:
+    """The last part of each dotted key, unless two keys share it (then the whole key)."""
+    keys = list(keys)
+    last = [k.rpartition(".")[2] for k in keys]
+    return {k: (s if last.count(s) == 1 else k) for k, s in zip(keys, last, strict=True)}
+
+
+def format_value(value: Any) -> str:
+    """A value as it reads in a cell id or a row label."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, dict):
+        return ",".join(f"{k}={format_value(v)}" for k, v in sorted(value.items()))
+    if isinstance(value, list):
+        return "+".join(map(str, value))
+    if isinstance(value, str) and ("/" in value or "\\" in value):
+        return Path(value).name or value  # an encoder path: its folder name
+    return str(value)
+
+
+def cell_id(options: dict[str, Any], declared: typing.Iterable[str]) -> str:
+    """``TASK__HEAD[__option=value...]__seedN``: readable, and a function of the cell alone."""
+    parts = [options["data.task"], options["model.head"]]
+    if "model.head_options" in declared:
+        parts += [f"{k}={format_value(v)}" for k, v in sorted(options["model.head_options"].items())]
+    others = sorted(k for k in declared if k not in (*ALWAYS_IN_ID, "model.head_options"))
+    short = _short_names(others)
+    parts += [f"{short[k]}={format_value(options[k])}" for k in others]
+    parts.append(f"seed{options['train.seed']}")
+    return "__".join(re.sub(r"[^A-Za-z0-9._=+,-]", "-", p) for p in parts if p != "")
+
+
+def check_head_options(path: Path, where: str, options: dict[str, Any]) -> None:
+    from hire.heads import head_options
+
+    valid = head_options(options["model.head"])
+    for key in options["model.head_options"]:
+        if key not in valid:
+            fail(path, where, f"head {options['model.head']!r} has no option {key!r}; its options are: "
+                 f"{', '.join(valid) or '(none)'}")
+
+
+def make_cells(path: Path, base: dict[str, Any], grids: list[tuple[str, list[dict[str, Any]]]],
+               per_task: dict[str, dict[str, Any]]) -> list[Cell]:
+    """Resolve every declared cell (base <- per_task <- its own values); ids must be unique."""
+    cells: dict[str, Cell] = {}
+    for source, declared_cells in grids:
+        for declared in declared_cells:
+            task = declared.get("data.task", base["data.task"])
+            options = {**base, **per_task.get(task, {}), **declared}
+            check_head_options(path, source, options)
+            cell = Cell(cell_id(options, declared), options, tuple(declared), source)
+            if cell.id in cells:
+                other = cells[cell.id]
+                same = "the same cell" if other.options == options else "another cell with the same id"
+                fail(path, source, f"cell {cell.id} is {same} as one of {other.source}; remove one, or "
+                     "add the option that tells them apart to both")
+            cells[cell.id] = cell
+    return list(cells.values())
+
+
+def identity_keys(cells: list[Cell]) -> tuple[str, ...]:
+    """The options that tell cells apart: task, head, seed and every option some grid declares."""
+    keys = set(ALWAYS_IN_ID).union(*(c.declared for c in cells))
+    first = ("model.head", "model.head_options")
+    return tuple([k for k in first if k in keys] + sorted(k for k in keys if k not in first))
+
+
+def canonical(value: Any) -> str:
+    """A hashable, order-independent key for option values (dicts, lists)."""
+    return json.dumps(value, sort_keys=True)

@@ -1,0 +1,154 @@
+"""Where an experiment stands: each cell done, running, started, left, or changed; time estimates.
+
+    done     its run folder has metrics.json (and the configuration the experiment file gives it)
+    running  a process holds the folder's lock (``<run>/.lock``) right now
+    started  the folder holds an unfinished run: ``hire train`` resumes it
+    left     nothing yet
+    changed  the folder holds a run with another configuration (the file changed since): it is never
+             overwritten; delete the folder to run the cell again
+
+A cell's time is estimated from finished records of the same task and head (their median wall time,
+else their training time), else from a default.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hire.experiments.experiment import Experiment
+from hire.experiments.records import run_dir
+from hire.experiments.spec import Cell, canonical, check_option, config_differences, fail
+
+STATES = ("done", "running", "started", "left", "changed")
+
+
+def _folder_in_use_local(path: Path) -> bool:
+    """Whether a process holds ``<path>/.lock`` (non-blocking ``flock``; never creates the file)."""
+    lock = Path(path) / ".lock"
+    if not lock.is_file():
+        return False
+    with lock.open("rb") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(f, fcntl.LOCK_UN)
+    return False
+
+
+def folder_in_use(path: Path) -> bool:
+    """:func:`hire.runs.folder_in_use` where the library has it, else the same check done here."""
+    from hire import runs
+
+    return getattr(runs, "folder_in_use", _folder_in_use_local)(Path(path))
+
+
+@dataclass(frozen=True)
+class CellStatus:
+    cell: Cell
+    run: Path
+    state: str
+    differences: tuple[str, ...] = ()  # for "changed": the options that differ
+
+
+def cell_status(cell: Cell, run: Path) -> CellStatus:
+    if folder_in_use(run):
+        return CellStatus(cell, run, "running")
+    saved = run / "config.yaml"
+    if not saved.is_file():
+        return CellStatus(cell, run, "left")
+    differ = tuple(config_differences(yaml.safe_load(saved.read_text()) or {}, cell.options))
+    if differ:
+        return CellStatus(cell, run, "changed", differ)
+    return CellStatus(cell, run, "done" if (run / "metrics.json").is_file() else "started")
+
+
+def cell_statuses(exp: Experiment, runs_dir: Path) -> list[CellStatus]:
+    return [cell_status(c, run_dir(runs_dir, exp, c)) for c in exp.cells]
+
+
+def parse_only(exp: Experiment, values: Sequence[str] | None) -> dict[str, list[Any]]:
+    """``--only key=value`` filters: the same key given twice means either value; keys combine with and.
+    ``cell=<id>`` picks cells by id."""
+    only: dict[str, list[Any]] = {}
+    for text in values or []:
+        key, sep, raw = text.partition("=")
+        key = key.strip().removeprefix("--")
+        if not sep or not key:
+            fail("--only", "", f"expected key=value (e.g. data.task=RTE), not {text!r}")
+        value = raw.strip() if key == "cell" else check_option(Path("--only"), "", key, raw.strip())
+        only.setdefault(key, []).append(value)
+    return only
+
+
+def matches_only(cell: Cell, only: dict[str, list[Any]] | None) -> bool:
+    for key, values in (only or {}).items():
+        mine = cell.id if key == "cell" else cell.options[key]
+        if canonical(mine) not in {canonical(v) for v in values}:
+            return False
+    return True
+
+
+@dataclass
+class Estimates:
+    """Seconds per cell by (task, head), from finished records; ``default`` where there are none."""
+
+    by_group: dict[tuple[str, str], list[float]]
+    default: float
+
+    @classmethod
+    def from_records(cls, folder: Path, default_minutes: float) -> Estimates:
+        groups: dict[tuple[str, str], list[float]] = {}
+        for path in sorted(Path(folder).glob("*.json")):
+            r = json.loads(path.read_text())
+            seconds = r.get("wall_seconds") or r.get("train_seconds")
+            if seconds:
+                groups.setdefault((r.get("task"), r.get("head")), []).append(float(seconds))
+        return cls(groups, 60 * default_minutes)
+
+    def seconds(self, cell: Cell) -> float:
+        values = self.by_group.get((cell.task, cell.head))
+        return statistics.median(values) if values else self.default
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
+
+
+def status_report(exp: Experiment, statuses: list[CellStatus], estimates: Estimates, listing: bool = False
+                  ) -> list[str]:
+    """Counts per state, per (task, head), the estimated time left and (``listing``) every cell."""
+    counts = {s: sum(c.state == s for c in statuses) for s in STATES}
+    left = sum(estimates.seconds(c.cell) for c in statuses if c.state in ("left", "started", "running"))
+    lines = [f"{exp.name} ({exp.path}): {len(statuses)} cells: " + ", ".join(f"{counts[s]} {s}" for s in STATES)
+             + f"; about {_hours(left)} left"]
+    groups: dict[tuple[str, str], list[CellStatus]] = {}
+    for c in statuses:
+        groups.setdefault((c.cell.task, c.cell.head), []).append(c)
+    width = max([len(f"{t} {h}") for t, h in groups] + [10])
+    lines.append(f"  {'task head':{width}s} " + " ".join(f"{s:>7s}" for s in STATES) + "  min/cell")
+    for (task, head), cs in groups.items():
+        known = (task, head) in estimates.by_group
+        per_cell = f"{estimates.seconds(cs[0].cell) / 60:8.1f}" + ("" if known else " (default)")
+        lines.append(f"  {task + ' ' + head:{width}s} " + " ".join(f"{sum(c.state == s for c in cs):7d}"
+                                                                for s in STATES) + per_cell)
+    if listing:
+        lines += [f"  {c.state:8s} {c.cell.id}" + (f"  (differs in {', '.join(c.differences)})"
+                                                   if c.differences else "") for c in statuses]
+    return lines
+
+
+def print_status(exp: Experiment, runs_dir: Path, records: Path, default_minutes: float,
+                 only: dict[str, list[Any]] | None, listing: bool, say: Callable[[str], None] = print) -> int:
+    statuses = [s for s in cell_statuses(exp, runs_dir) if matches_only(s.cell, only)]
+    for line in status_report(exp, statuses, Estimates.from_records(records, default_minutes), listing):
+        say(line)
+    return 0

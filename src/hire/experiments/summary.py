@@ -1,0 +1,46 @@
+"""What the records say about the runs themselves: progress, machines, precisions and training time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hire.experiments.experiment import Experiment
+from hire.experiments.records import Records
+
+
+def machine_name(machine: dict[str, Any] | None) -> str:
+    """``NVIDIA H100 80GB HBM3`` or ``AMD EPYC (2 CPUs)``, with the torch version."""
+    if not machine:
+        return "unknown"
+    device = machine.get("cuda_device") or machine.get("gpu") or machine.get("device")
+    where = str(device) if device else f"{machine.get('cpu') or machine.get('processor') or 'CPU'} " \
+                                     f"({machine.get('cpu_count', '?')} CPUs)"
+    return where + (f", torch {machine['torch']}" if machine.get("torch") else "")
+
+
+def _time(records: list[dict[str, Any]]) -> dict[str, Any]:
+    train = [r["train_seconds"] for r in records if r.get("train_seconds") is not None]
+    wall = [r["wall_seconds"] for r in records if r.get("wall_seconds") is not None]
+    return {"cells": len(records), "train_seconds": round(sum(train), 1),
+            "mean_train_seconds": round(sum(train) / len(train), 1) if train else None,
+            "wall_seconds": round(sum(wall), 1) if wall else None}
+
+
+def runs_summary(exp: Experiment, records: Records) -> dict[str, Any]:
+    """Progress; per machine and per precision the cells and time; per task and head the time."""
+    done = [records.by_cell[c.id] for c in exp.cells if c.id in records.by_cell]
+    machines: dict[str, list[dict[str, Any]]] = {}
+    precisions: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in done:
+        machines.setdefault(machine_name(r.get("machine")), []).append(r)
+        precisions.setdefault(str(r.get("mixed_precision")), []).append(r)
+        groups.setdefault(f"{r['task']} / {r['head']}", []).append(r)
+    return {"experiment": exp.name, "cells": len(exp.cells), "with_records": len(done),
+            "records_not_in_grid": sorted(records.not_in_grid),
+            "records_with_changed_config": {k: v for k, v in sorted(records.stale.items())},
+            "total": _time(done),
+            "machines": {k: {**_time(v), "precisions": sorted({str(r.get("mixed_precision")) for r in v})}
+                         for k, v in sorted(machines.items())},
+            "precisions": {k: _time(v) for k, v in sorted(precisions.items())},
+            "task_head": {k: _time(v) for k, v in sorted(groups.items())}}

@@ -1,0 +1,33 @@
+"""Layer-wise probing (SPEC §6): what every hidden state of a frozen encoder knows.
+
+``hire probe`` encodes a task once (:mod:`~hire.probing.features`, cached), pools every hidden state
+four ways (:mod:`~hire.probing.pooling`), fits a linear probe on each (hidden state x pooling) and on
+concatenations of layers (:mod:`~hire.probing.classifiers`, SentEval's protocol), and writes tables and
+figures (:mod:`~hire.probing.report`) drawn from ``results.json`` (:mod:`~hire.probing.runner`).
+Tasks: GLUE, SentEval-style folders and users' files (:mod:`~hire.probing.tasks`); encoders: anything
+``hire train`` reads or writes (:mod:`~hire.probing.sources`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# Imported on first use, so that `hire --help` (which registers the probe commands) stays fast.
+_EXPORTS = {
+    "FeatureSet": "classifiers", "ProbeSettings": "classifiers", "design_matrix": "classifiers",
+    "feature_sets": "classifiers", "pair_features": "classifiers",
+    "FeatureSettings": "features", "encode_texts": "features", "split_features": "features",
+    "POOLINGS": "pooling", "pool_hidden_states": "pooling",
+    "EncoderSource": "sources", "fingerprint": "sources", "resolve_source": "sources",
+    "CustomFiles": "tasks", "ProbeTask": "tasks", "load_probe_task": "tasks",
+    "ProbeOptions": "runner", "run_probe": "runner", "load_results": "runner",
+    "write_report": "report",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'hire.probing' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"hire.probing.{_EXPORTS[name]}"), name)

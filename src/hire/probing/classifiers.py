@@ -1,0 +1,196 @@
+"""Linear probes on cached features, under SentEval's protocol.
+
+A *feature set* is one pooling of one hidden state, or of several concatenated (first + last layer,
+the last four, all of them). Its design matrix is the pooled vector ``u`` (N x D), or for sentence pairs
+``[u; v; u * v; |u - v|]`` (N x 4D, in that order), the layer-wise study's pair features (§2).
+
+Classification: ``StandardScaler`` + ``LogisticRegression`` (L-BFGS, multinomial), ``C`` chosen from a
+small grid on a selection split by the task's main score. Regression: ``StandardScaler`` + ``RidgeCV``
+(``alpha`` by efficient leave-one-out on the training part), scored by Pearson and Spearman.
+Protocols (see :mod:`hire.probing.tasks`):
+
+- ``cv``: stratified k-fold; in each fold ``C`` is chosen on a held-out tenth of the training folds,
+  then refit on all of them; metrics on the pooled out-of-fold predictions (and the folds' spread);
+- ``split`` with a labelled test split: fit ``train`` for each ``C``, choose on ``dev``, report both;
+- ``split`` otherwise: choose ``C`` on a held-out tenth of ``train``, refit on ``train``, report dev.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression, RidgeCV
+from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from hire.metrics import compute_metrics, main_score
+from hire.probing.pooling import POOLINGS
+
+C_GRID = (0.001, 0.01, 0.1, 1.0)
+ALPHA_GRID = (0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0)
+
+
+@dataclass(frozen=True)
+class FeatureSet:
+    """``layers`` of the hidden states (0 = embeddings), pooled by ``pooling`` and concatenated."""
+
+    row: str  # the table's row: "3", or a concatenation's name with its layers, "first+last (1+6)"
+    layers: tuple[int, ...]
+    pooling: str
+
+
+def concatenations(num_hidden_states: int) -> dict[str, tuple[int, ...]]:
+    """The concatenated rows: first + last Transformer layer, the last four, all hidden states.
+
+    Each exists only where it differs from a single state and from the others.
+    """
+    last = num_hidden_states - 1
+    rows: dict[str, tuple[int, ...]] = {}
+    if last >= 2:
+        rows[f"first+last (1+{last})"] = (1, last)
+    if last >= 5:
+        rows[f"last 4 ({last - 3}-{last})"] = tuple(range(last - 3, last + 1))
+    if last >= 1:
+        rows[f"all (0-{last})"] = tuple(range(last + 1))
+    return rows
+
+
+def feature_sets(num_hidden_states: int) -> list[FeatureSet]:
+    """Every hidden state and every concatenation, each under every pooling (rows, then poolings)."""
+    rows = {str(i): (i,) for i in range(num_hidden_states)} | concatenations(num_hidden_states)
+    return [FeatureSet(row, layers, p) for row, layers in rows.items() for p in POOLINGS]
+
+
+def pair_features(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``[u; v; u * v; |u - v|]`` along the last axis: (N, D) x 2 -> (N, 4D)."""
+    return np.concatenate([u, v, u * v, np.abs(u - v)], axis=-1)
+
+
+def design_matrix(a: np.ndarray, b: np.ndarray | None, fs: FeatureSet, rows: np.ndarray | None = None,
+                  ) -> np.ndarray:
+    """Features ``(N, l + 1, 4, d)`` of the first (``a``) and second (``b``) sentences -> (N, D or 4D)
+    float32 for ``fs``, optionally only the examples ``rows``."""
+    p = POOLINGS.index(fs.pooling)
+
+    def take(x: np.ndarray) -> np.ndarray:
+        x = x if rows is None else x[rows]
+        return x[:, list(fs.layers), p].reshape(len(x), -1).astype(np.float32)  # (N, |layers| d)
+
+    u = take(a)
+    return u if b is None else pair_features(u, take(b))
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    folds: int = 10
+    c_grid: tuple[float, ...] = C_GRID
+    alpha_grid: tuple[float, ...] = ALPHA_GRID
+    seed: int = 0
+    max_iter: int = 1000
+
+
+def _classifier(c: float, settings: ProbeSettings) -> Pipeline:
+    return make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=settings.max_iter))
+
+
+def _scores(metrics: tuple[str, ...], pred: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    values = compute_metrics(metrics, pred, y)
+    return {**values, "score": main_score(values)}
+
+
+class _Fitter:
+    """Fits one feature set's probes and counts the fits that did not converge."""
+
+    def __init__(self, metrics: tuple[str, ...], regression: bool, settings: ProbeSettings):
+        self.metrics, self.regression, self.settings = metrics, regression, settings
+        self.not_converged = 0
+
+    def fit(self, x: np.ndarray, y: np.ndarray, c: float) -> Pipeline:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            if self.regression:
+                model = make_pipeline(StandardScaler(), RidgeCV(alphas=self.settings.alpha_grid)).fit(x, y)
+            else:
+                model = _classifier(c, self.settings).fit(x, y)
+        self.not_converged += sum(issubclass(w.category, ConvergenceWarning) for w in caught)
+        return model
+
+    def choose(self, x: np.ndarray, y: np.ndarray, x_sel: np.ndarray, y_sel: np.ndarray,
+               ) -> tuple[float, Pipeline]:
+        """The ``C`` whose fit on (x, y) scores best on the selection split, and that fit."""
+        best: tuple[float, float, Pipeline] | None = None
+        for c in self.settings.c_grid:
+            model = self.fit(x, y, c)
+            score = _scores(self.metrics, model.predict(x_sel), y_sel)["score"]
+            if best is None or score > best[0]:  # ties keep the smaller C (stronger regularisation)
+                best = (score, c, model)
+        assert best is not None
+        return best[1], best[2]
+
+    def choose_and_refit(self, x: np.ndarray, y: np.ndarray) -> Pipeline:
+        """Choose ``C`` on a held-out tenth of (x, y), then refit on all of it (RidgeCV: fit once)."""
+        if self.regression:
+            return self.fit(x, y, 0.0)
+        fit_rows, sel_rows = self.hold_out(np.arange(len(y)), y)
+        c, _ = self.choose(x[fit_rows], y[fit_rows], x[sel_rows], y[sel_rows])
+        return self.fit(x, y, c)
+
+    def hold_out(self, rows: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Split ``rows`` 90/10 (stratified for classes) into fitting and selection rows."""
+        stratify = None if self.regression else y
+        try:
+            return train_test_split(rows, test_size=0.1, random_state=self.settings.seed, stratify=stratify)
+        except ValueError:  # a class too rare to stratify: a plain random split
+            return train_test_split(rows, test_size=0.1, random_state=self.settings.seed)
+
+    def chosen(self, model: Pipeline) -> dict[str, Any]:
+        last = model[-1]
+        return {"alpha": float(last.alpha_)} if self.regression else {"C": float(last.C)}
+
+
+def cv_folds(y: np.ndarray, folds: int, regression: bool, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The same (train, test) folds for every feature set, so that rows compare like with like."""
+    splitter = KFold if regression else StratifiedKFold
+    return list(splitter(n_splits=folds, shuffle=True, random_state=seed).split(np.zeros(len(y)), y))
+
+
+def probe_cv(x: np.ndarray, y: np.ndarray, folds: list[tuple[np.ndarray, np.ndarray]], fitter: _Fitter,
+             ) -> dict[str, Any]:
+    pred = np.zeros(len(y), dtype=y.dtype)
+    fold_scores, chosen = [], []
+    for train, test in folds:
+        model = fitter.choose_and_refit(x[train], y[train])
+        pred[test] = model.predict(x[test])
+        fold_scores.append(_scores(fitter.metrics, pred[test], y[test])["score"])
+        chosen.append(fitter.chosen(model))
+    return {"splits": {"cv": _scores(fitter.metrics, pred, y)}, "fold_std": float(np.std(fold_scores)),
+            "chosen": chosen}
+
+
+def probe_split(xs: dict[str, np.ndarray], ys: dict[str, np.ndarray], fitter: _Fitter) -> dict[str, Any]:
+    if "test" in xs and not fitter.regression:  # SentEval: choose on dev, report dev and test of that model
+        _, model = fitter.choose(xs["train"], ys["train"], xs["dev"], ys["dev"])
+    else:  # choose on a held-out tenth of train, refit on all of it, report dev
+        model = fitter.choose_and_refit(xs["train"], ys["train"])
+    splits = {s: _scores(fitter.metrics, model.predict(xs[s]), ys[s]) for s in xs if s != "train"}
+    return {"splits": splits, "chosen": [fitter.chosen(model)]}
+
+
+def probe_feature_set(features: dict[str, tuple[np.ndarray, np.ndarray | None]], labels: dict[str, np.ndarray],
+                      fs: FeatureSet, metrics: tuple[str, ...], regression: bool, settings: ProbeSettings,
+                      folds: list[tuple[np.ndarray, np.ndarray]] | None = None) -> dict[str, Any]:
+    """Scores of one feature set. ``features`` maps each split to its ``(a, b)`` arrays; ``folds`` is
+    given for cross-validation (split ``all``)."""
+    fitter = _Fitter(metrics, regression, settings)
+    xs = {s: design_matrix(a, b, fs) for s, (a, b) in features.items()}
+    if folds is not None:
+        result = probe_cv(xs["all"], labels["all"], folds, fitter)
+    else:
+        result = probe_split(xs, labels, fitter)
+    return {"row": fs.row, "layers": list(fs.layers), "pooling": fs.pooling, "dim": int(xs[next(iter(xs))].shape[1]),
+            **result, "not_converged": fitter.not_converged}

@@ -1,0 +1,204 @@
+"""Tables and figures of a probe, drawn from ``results.json`` alone (byte-identical when redrawn).
+
+For each task: a table per encoder (hidden states and concatenations as rows, poolings as columns,
+scores x 100 on the task's headline split, the best cell in bold), written as Markdown and CSV; the
+difference of every further encoder from the first (the study's §1.3, pre-trained vs fine-tuned); and
+``layers.png``, the score against the hidden state, one colour per pooling and one line style per
+encoder. Across tasks: each pooling's average over the Transformer layers ``1..l`` (the study's Table 1).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+from hire.probing.pooling import POOLINGS
+
+_STYLES = ("-", "--", ":", "-.")
+_COLOURS = {"cls": "#1f77b4", "sep": "#ff7f0e", "mean": "#2ca02c", "max": "#d62728"}
+
+
+def slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in text).strip("-") or "encoder"
+
+
+def grid(record: dict[str, Any], headline: str) -> dict[str, dict[str, float]]:
+    """``{row: {pooling: score}}`` on the headline split, in the order the rows were probed."""
+    table: dict[str, dict[str, float]] = {}
+    for r in record["rows"]:
+        table.setdefault(r["row"], {})[r["pooling"]] = r["splits"][headline]["score"]
+    return table
+
+
+def _best(table: dict[str, dict[str, float]]) -> tuple[str, str]:
+    return max(((row, p) for row, cells in table.items() for p in cells), key=lambda rp: table[rp[0]][rp[1]])
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.2f}"
+
+
+def _markdown(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def _csv(header: list[str], rows: list[list[str]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerows([header, *rows])
+    return buffer.getvalue()
+
+
+def score_table(table: dict[str, dict[str, float]]) -> tuple[list[str], list[list[str]], list[list[str]]]:
+    """Header, Markdown rows (best cell in bold) and CSV rows (a ``best`` column names its pooling)."""
+    best = _best(table)
+    md, rows = [], []
+    for row, cells in table.items():
+        values = [_pct(cells[p]) for p in POOLINGS]
+        md.append([row, *[f"**{v}**" if (row, p) == best else v for p, v in zip(POOLINGS, values, strict=True)]])
+        rows.append([row, *values, best[1] if row == best[0] else ""])
+    return ["hidden state", *POOLINGS], md, rows
+
+
+def difference(base: dict[str, dict[str, float]], other: dict[str, dict[str, float]]) -> list[list[str]]:
+    """``other - base`` in points, for the rows both have."""
+    return [[row, *[f"{100 * (other[row][p] - base[row][p]):+.2f}" for p in POOLINGS]]
+            for row in base if row in other]
+
+
+def pooling_averages(record: dict[str, Any], headline: str) -> dict[str, float]:
+    """Each pooling's mean over the single Transformer layers 1..l (the study's Table 1)."""
+    table = grid(record, headline)
+    layers = [str(i) for i in range(1, record["num_hidden_states"])] or ["0"]
+    return {p: sum(table[r][p] for r in layers) / len(layers) for p in POOLINGS}
+
+
+def metric_name(metrics: list[str]) -> str:
+    return metrics[0] if len(metrics) == 1 else f"mean of {' and '.join(metrics)}"
+
+
+def _describe(task: dict[str, Any], folds: int) -> str:
+    if task["headline"] == "cv":
+        split = f"{folds}-fold cross-validation"
+    elif task["regression"]:
+        split = f"{task['headline']} (trained on train, alpha chosen by leave-one-out on it)"
+    elif task["headline"] == "test":
+        split = "test (trained on train, regularisation chosen on dev)"
+    else:
+        split = f"{task['headline']} (trained on train, regularisation chosen on a held-out tenth of it)"
+    examples = ", ".join(f"{s} {n}" for s, n in task["examples"].items())
+    kind = "sentence pairs as (u, v, u*v, |u-v|)" if task["pair"] else "sentences"
+    model = "ridge regression" if task["regression"] else "logistic regression"
+    return f"{metric_name(task['metrics'])} x 100 on {split}; {model} on {kind}; examples: {examples}."
+
+
+def plot_layers(path: Path, name: str, task: dict[str, Any], labels: list[str]) -> None:
+    """Score against hidden state, one colour per pooling, one line style per encoder (deterministic PNG)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 4.2))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    for i, label in enumerate(labels):
+        record = task["results"][label]
+        table = grid(record, task["headline"])
+        layers = list(range(record["num_hidden_states"]))
+        for p in POOLINGS:
+            ax.plot(layers, [100 * table[str(j)][p] for j in layers], _STYLES[i % len(_STYLES)], marker="o",
+                    markersize=3, color=_COLOURS[p], label=f"{p} - {label}")
+    ax.set_xticks(range(max(task["results"][label]["num_hidden_states"] for label in labels)))
+    ax.set_xlabel("hidden state (0 = embeddings)")
+    ax.set_ylabel(f"{task['headline']} score x 100")
+    ax.set_title(f"{name}: {metric_name(task['metrics'])} by hidden state and pooling", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=len(labels))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def task_report(name: str, task: dict[str, Any], labels: list[str], folds: int, out: Path) -> str:
+    """Write the task's tables and figure under ``out/<task>/``; return its Markdown section."""
+    folder = out / slug(name)
+    parts = [f"## {name}", "", _describe(task, folds), "", *[f"Note: {n}" for n in task.get("notes", [])],
+             *([""] if task.get("notes") else [])]
+    tables = {label: grid(task["results"][label], task["headline"]) for label in labels}
+    for label in labels:
+        header, md, rows = score_table(tables[label])
+        _write(folder / f"table-{slug(label)}.csv", _csv([*header, "best"], rows))
+        row, p = _best(tables[label])
+        parts += [f"### {label}", "", _markdown(header, md), "",
+                  f"Best: hidden state {row}, {p} pooling: {_pct(tables[label][row][p])}.", ""]
+    for label in labels[1:]:
+        diff = difference(tables[labels[0]], tables[label])
+        header = ["hidden state", *POOLINGS]
+        _write(folder / f"difference-{slug(label)}.csv", _csv(header, diff))
+        parts += [f"### {label} minus {labels[0]} (points)", "", _markdown(header, diff), ""]
+    plot_layers(folder / "layers.png", name, task, labels)
+    parts += [f"![{name}: score by layer]({slug(name)}/layers.png)", ""]
+    text = "\n".join(parts)
+    _write(folder / "table.md", text)
+    return text
+
+
+def averages_section(results: dict[str, Any], labels: list[str], out: Path) -> str:
+    """The pooling averages over layers 1..l, per task and encoder, and their mean over tasks."""
+    header, rows = ["task", "encoder", *POOLINGS], []
+    per_label: dict[str, list[dict[str, float]]] = {label: [] for label in labels}
+    for name, task in results["tasks"].items():
+        for label in labels:
+            if label in task["results"]:
+                avg = pooling_averages(task["results"][label], task["headline"])
+                per_label[label].append(avg)
+                rows.append([name, label, *[_pct(avg[p]) for p in POOLINGS]])
+    if len(results["tasks"]) > 1:
+        for label, avgs in per_label.items():
+            if avgs:
+                rows.append(["mean", label, *[_pct(sum(a[p] for a in avgs) / len(avgs)) for p in POOLINGS]])
+    _write(out / "poolings.csv", _csv(header, rows))
+    text = "\n".join(["## Pooling averages over layers 1..l (the study's Table 1)", "",
+                      _markdown(header, rows), ""])
+    _write(out / "poolings.md", text)
+    return text
+
+
+def timing_section(results: dict[str, Any], labels: list[str]) -> str:
+    header = ["task", "encoder", "sentences", "features", "encode s", "fit s", "feature sets"]
+    rows = []
+    for name, task in results["tasks"].items():
+        for label in labels:
+            if label in task["results"]:
+                r = task["results"][label]
+                cached = "cached" if all(r["cached"].values()) else "encoded"
+                rows.append([name, label, str(r["sentences"]), cached, f"{r['seconds']['encode']:.1f}",
+                             f"{r['seconds']['fit']:.1f}", str(len({(x['row'], x['pooling']) for x in r['rows']}))])
+    m = results["machine"]
+    where = (f"{m['device']}, {m['cpu_count']} CPUs ({m['processor']}), {m['torch_threads']} torch threads, "
+             f"{m.get('fit_threads', 1)} BLAS thread(s) fitting, "
+             f"precision {m['precision']}, features stored as {m['cache_dtype']}; torch {m['torch']}, "
+             f"scikit-learn {m['sklearn']}")
+    return "\n".join(["## Time", "", where, "", _markdown(header, rows), ""])
+
+
+def write_report(results: dict[str, Any], out: str | Path) -> str:
+    """Every table and figure of ``results`` under ``out``; returns the Markdown report (also report.md)."""
+    out = Path(out)
+    labels = [e["label"] for e in results["encoders"]]
+    folds = results["config"]["probe"]["folds"]
+    encoders = [f"- {e['label']}: {e['encoder']} ({e['kind']}, weights sha256 {e['fingerprint'][:12]})"
+                for e in results["encoders"]]
+    sections = ["# Layer-wise probe", "", *encoders, ""]
+    sections += [task_report(name, task, [x for x in labels if x in task["results"]], folds, out)
+                 for name, task in results["tasks"].items()]
+    sections += [averages_section(results, labels, out), timing_section(results, labels)]
+    text = "\n".join(sections)
+    _write(out / "report.md", text)
+    return text

@@ -1,0 +1,184 @@
+"""``hire probe`` end to end: features (cached), a probe per feature set, ``results.json``, the report.
+
+Results are data: everything the tables and figures show is in ``results.json``, written (atomically)
+after every finished (task, encoder), so an interrupted grid resumes where it stopped when the same
+command is run again, and ``hire probe-report`` redraws every table and figure from that file alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sklearn
+import torch
+from threadpoolctl import threadpool_limits
+from tqdm.auto import tqdm
+
+from hire.probing.classifiers import ProbeSettings, cv_folds, feature_sets, probe_feature_set
+from hire.probing.features import FeatureSettings, _atomic_write, split_features
+from hire.probing.sources import EncoderSource, fingerprint, resolve_source
+from hire.probing.tasks import CustomFiles, ProbeTask, load_probe_task, subsample
+
+RESULTS = "results.json"
+FORMAT = "hire-probe/1"
+
+
+@dataclass
+class ProbeOptions:
+    """What ``hire probe`` was asked; saved in ``results.json`` (a resumed run must ask the same)."""
+
+    encoders: list[str]
+    tasks: list[str]
+    output_dir: str
+    labels: list[str] = field(default_factory=list)
+    cache_dir: str = ""
+    data_dir: str | None = None
+    senteval_dir: str | None = None
+    custom: CustomFiles = field(default_factory=CustomFiles)
+    max_length: int = 128
+    batch_size: int = 64
+    mixed_precision: str = "no"  # resolved
+    cache_dtype: str = "float16"
+    device: str = "cpu"
+    max_train_examples: int | None = None
+    max_eval_examples: int | None = None
+    probe: ProbeSettings = field(default_factory=ProbeSettings)
+    fit_threads: int = 1  # BLAS threads while fitting: one is fastest for these sizes on a shared machine
+    overwrite: bool = False
+
+    def comparable(self) -> dict[str, Any]:
+        """The options that change a result (not where files go, batch size or device)."""
+        values = asdict(self)
+        for key in ("output_dir", "cache_dir", "batch_size", "device", "fit_threads", "overwrite"):
+            values.pop(key)
+        values["probe"] = {k: list(v) if isinstance(v, tuple) else v for k, v in values["probe"].items()}
+        return values
+
+
+def machine(options: ProbeOptions) -> dict[str, Any]:
+    device = options.device
+    if device.startswith("cuda"):
+        device = f"{device} ({torch.cuda.get_device_name(torch.device(device))})"
+    return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+            "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(), "device": device,
+            "fit_threads": options.fit_threads,
+            "precision": options.mixed_precision, "cache_dtype": options.cache_dtype,
+            "python": sys.version.split()[0], "torch": torch.__version__,
+            "sklearn": sklearn.__version__}
+
+
+def _labels(options: ProbeOptions) -> list[str]:
+    labels = options.labels or list(options.encoders)
+    if len(labels) != len(options.encoders):
+        raise ValueError(f"--labels: {len(labels)} labels for {len(options.encoders)} encoders")
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"--labels: every encoder needs its own label, got {labels}")
+    return labels
+
+
+def _start(options: ProbeOptions, encoders: list[dict[str, Any]]) -> dict[str, Any]:
+    """A fresh results record, or the one in ``--output_dir`` when it was made by the same command."""
+    path = Path(options.output_dir) / RESULTS
+    fresh = {"format": FORMAT, "config": options.comparable(), "encoders": encoders, "tasks": {},
+             "machine": machine(options)}
+    if not path.is_file() or options.overwrite:
+        return fresh
+    try:
+        old = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err}); pass --overwrite to start again") from err
+    same = old.get("config") == fresh["config"] and [e["fingerprint"] for e in old.get("encoders", [])] == [
+        e["fingerprint"] for e in encoders]
+    if not same:
+        raise ValueError(f"--output_dir {options.output_dir} holds probe results of other options or weights; "
+                         "pass --overwrite to replace them, or choose another folder")
+    old["machine"] = fresh["machine"]
+    return old
+
+
+def _save(results: dict[str, Any], out: Path) -> None:
+    text = json.dumps(results, indent=2) + "\n"
+    _atomic_write(out / RESULTS, lambda f: f.write(text.encode()))
+
+
+def _task_record(task: ProbeTask) -> dict[str, Any]:
+    return {"protocol": task.protocol, "headline": task.headline, "eval_splits": task.eval_splits,
+            "metrics": list(task.metrics), "regression": task.regression, "pair": task.pair,
+            "labels": task.label_names, "examples": {s: len(e) for s, e in task.splits.items()},
+            "files": task.files, "notes": task.notes, "results": {}}
+
+
+def probe_encoder(task: ProbeTask, source: EncoderSource, print_name: str, fp: str, options: ProbeOptions,
+                  ) -> dict[str, Any]:
+    """Features of every split (cached), then a probe for every feature set."""
+    settings = FeatureSettings(options.max_length, options.batch_size, options.mixed_precision,
+                               options.cache_dtype, options.device)
+    cache_dir = Path(options.cache_dir)
+    features, cached, encode_seconds = {}, {}, 0.0
+    for split, examples in task.splits.items():
+        feats = split_features(source, fp, task.name, split, examples, settings, cache_dir)
+        features[split], cached[split] = (feats.a, feats.b), feats.cached
+        encode_seconds += feats.encode_seconds
+    labels = {s: task.labels(s) for s in task.splits}
+    folds = None
+    if task.protocol == "cv":
+        folds = cv_folds(labels["all"], options.probe.folds, task.regression, options.probe.seed)
+    a = next(iter(features.values()))[0]
+    start = time.perf_counter()
+    with threadpool_limits(options.fit_threads):
+        rows = [probe_feature_set(features, labels, fs, task.metrics, task.regression, options.probe, folds)
+                for fs in tqdm(feature_sets(a.shape[1]), desc=f"probing {task.name} ({print_name})", unit="set",
+                               dynamic_ncols=True)]
+    fit_seconds = time.perf_counter() - start
+    sentences = sum(len(e) * (2 if task.pair else 1) for e in task.splits.values())
+    return {"rows": rows, "num_hidden_states": int(a.shape[1]), "hidden_size": int(a.shape[3]),
+            "cached": cached, "sentences": sentences,
+            "seconds": {"encode": round(encode_seconds, 3), "fit": round(fit_seconds, 3)}}
+
+
+def run_probe(options: ProbeOptions) -> dict[str, Any]:
+    """Probe every encoder on every task; returns (and writes) the results record."""
+    out = Path(options.output_dir)
+    labels = _labels(options)
+    sources = [resolve_source(spec) for spec in options.encoders]
+    fingerprints = [fingerprint(s)["sha256"] for s in sources]
+    encoders = [{"label": label, **s.describe(), "fingerprint": fp}
+                for label, s, fp in zip(labels, sources, fingerprints, strict=True)]
+    results = _start(options, encoders)
+    tasks = {}
+    for name in options.tasks:  # read every task first: a bad file stops the run before any work
+        task = load_probe_task(name, options.data_dir, options.senteval_dir, options.custom)
+        tasks[name] = subsample(task, options.max_train_examples, options.max_eval_examples, options.probe.seed)
+        for note in task.notes:
+            print(f"hire probe: {task.name}: {note}", file=sys.stderr)
+    for task in tasks.values():
+        record = results["tasks"].setdefault(task.name, _task_record(task))
+        for label, source, fp in zip(labels, sources, fingerprints, strict=True):
+            if label in record["results"]:
+                continue  # finished by an earlier, interrupted run of the same command
+            record["results"][label] = probe_encoder(task, source, label, fp, options)
+            _save(results, out)
+    for source in sources:
+        source.release()
+    seconds = [r["seconds"] for t in results["tasks"].values() for r in t["results"].values()]
+    results["seconds"] = {k: round(float(np.sum([s[k] for s in seconds])), 3) for k in ("encode", "fit")}
+    _save(results, out)
+    return results
+
+
+def load_results(output_dir: str | Path) -> dict[str, Any]:
+    path = Path(output_dir) / RESULTS
+    if not path.is_file():
+        raise FileNotFoundError(f"{output_dir}: no {RESULTS} (run `hire probe --output_dir {output_dir}` first)")
+    results = json.loads(path.read_text())
+    if results.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a `hire probe` results file (format {results.get('format')!r})")
+    return results

@@ -1,0 +1,198 @@
+"""The tasks a probe reads: GLUE, SentEval-style folders, and users' own files.
+
+Every task becomes a :class:`ProbeTask`: labelled splits, label names, metrics and a protocol.
+
+- ``cv``: one split ``all`` and k-fold cross-validation (SentEval's MR, CR, MPQA; a custom task given
+  only ``--train_file``).
+- ``split``: ``train`` and labelled evaluation splits. With a labelled ``test`` split (SentEval's SST-5,
+  a labelled ``--test_file``) the regularisation is chosen on ``dev`` and both are reported, as
+  SentEval does; otherwise (GLUE, whose test labels are hidden) it is chosen on a held-out part of
+  ``train`` and the dev splits are reported, so no reported number picked its own hyper-parameters.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from hire.data.examples import DataError, Example
+from hire.data.files import data_error, infer_label_names, iter_lines, read_table
+from hire.data.glue import GLUE_TASKS, default_glue_dir, get_task, read_glue_split
+from hire.metrics import task_metrics
+
+SENTEVAL_ENV = "HIRE_SENTEVAL_DIR"
+
+
+@dataclass
+class CustomFiles:
+    """``--train_file --dev_file --test_file --text_columns --label_column --regression``."""
+
+    train_file: str | None = None
+    dev_file: str | None = None
+    test_file: str | None = None
+    text_columns: list[str] = field(default_factory=lambda: ["sentence"])
+    label_column: str = "label"
+    regression: bool = False
+
+
+@dataclass
+class ProbeTask:
+    name: str
+    splits: dict[str, list[Example]]  # "all" (cross-validation), or "train" and labelled evaluation splits
+    label_names: list[str] | None  # None: regression
+    metrics: tuple[str, ...]
+    files: dict[str, str] = field(default_factory=dict)  # split -> the file it was read from
+    notes: list[str] = field(default_factory=list)  # what the reader had to say (rows skipped)
+
+    @property
+    def regression(self) -> bool:
+        return self.label_names is None
+
+    @property
+    def protocol(self) -> str:
+        return "cv" if "all" in self.splits else "split"
+
+    @property
+    def pair(self) -> bool:
+        return any(e.text_b is not None for examples in self.splits.values() for e in examples)
+
+    @property
+    def eval_splits(self) -> list[str]:
+        """The splits scores are reported on (``cv`` stands for the out-of-fold predictions)."""
+        return ["cv"] if self.protocol == "cv" else [s for s in self.splits if s != "train"]
+
+    @property
+    def headline(self) -> str:
+        """The split of the tables and plots: ``cv``, ``test`` where labelled, else the first dev split."""
+        return "test" if "test" in self.splits else self.eval_splits[0]
+
+    def labels(self, split: str) -> np.ndarray:
+        """Class ids (position in ``label_names``) or regression targets, in file order."""
+        examples = self.splits[split]
+        if self.label_names is None:
+            return np.array([float(e.label) for e in examples], dtype=np.float64)  # type: ignore[arg-type]
+        ids = {name: i for i, name in enumerate(self.label_names)}
+        return np.array([ids[str(e.label)] for e in examples], dtype=np.int64)
+
+
+def default_senteval_dir() -> Path:
+    """``$HIRE_SENTEVAL_DIR``, else ``senteval/`` beside the GLUE folder (``../shared/data/senteval``)."""
+    env = os.environ.get(SENTEVAL_ENV)
+    return Path(env).expanduser() if env else default_glue_dir().parent / "senteval"
+
+
+def _senteval_folder(name: str, root: Path) -> Path | None:
+    if not root.is_dir():
+        return None
+    wanted = name.replace("_", "-").lower()
+    return next((p for p in sorted(root.iterdir()) if p.is_dir() and p.name.lower() == wanted), None)
+
+
+def load_probe_task(name: str, data_dir: str | None = None, senteval_dir: str | None = None,
+                    custom: CustomFiles | None = None) -> ProbeTask:
+    """A GLUE task by name, a SentEval folder by name (``senteval_dir/<NAME>``), or ``custom`` files."""
+    if name.lower() == "custom":
+        return _custom_task(custom or CustomFiles())
+    root = Path(senteval_dir).expanduser() if senteval_dir else default_senteval_dir()
+    folder = _senteval_folder(name, root)
+    if folder is not None:
+        return _senteval_task(folder)
+    try:
+        spec = get_task(name)
+    except DataError:
+        known = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+        raise DataError(f"--task {name}: not a GLUE task ({', '.join(GLUE_TASKS)}), nor a folder of "
+                        f"--senteval_dir {root} ({', '.join(known) or 'none there'}), nor 'custom'") from None
+    glue = Path(data_dir).expanduser() if data_dir else default_glue_dir()
+    splits = {s: read_glue_split(spec, s, glue) for s in ("train", *spec.dev_splits)}
+    files = {s: str(glue / spec.folder / spec.splits[s]) for s in splits}
+    labels = list(spec.labels) if spec.labels is not None else None
+    return ProbeTask(spec.name, splits, labels, spec.metrics, files)
+
+
+def _senteval_task(folder: Path) -> ProbeTask:
+    """``all.tsv`` (cross-validation) or ``train/dev/test.tsv``, each with the header ``label<TAB>sentence``."""
+    names = ["all"] if (folder / "all.tsv").is_file() else ["train", "dev", "test"]
+    files = {s: folder / f"{s}.tsv" for s in names}
+    missing = [str(p) for p in files.values() if not p.is_file()]
+    if missing:
+        raise DataError(f"{folder}: expected all.tsv, or train.tsv, dev.tsv and test.tsv; missing {missing}")
+    splits, notes = {}, []
+    for split, path in files.items():
+        splits[split], skipped = read_senteval(path)
+        if skipped:
+            notes.append(f"{path}: {len(skipped)} rows with an empty sentence skipped (lines "
+                         f"{', '.join(map(str, skipped))})")
+    labels = _label_names(splits, {s: str(p) for s, p in files.items()})
+    return ProbeTask(folder.name, splits, labels, ("accuracy",), {s: str(p) for s, p in files.items()}, notes)
+
+
+def read_senteval(path: Path) -> tuple[list[Example], list[int]]:
+    """A SentEval TSV (header ``label<TAB>sentence``) and the line numbers of rows whose sentence is empty,
+    which are left out: CR and MPQA, as distributed, hold a few (SentEval encodes them as nothing)."""
+    lines = iter_lines(path)
+    header = next(lines, (1, ""))[1].split("\t")
+    if header != ["label", "sentence"]:
+        raise data_error(path, 1, f"expected the header 'label<TAB>sentence', found {header}")
+    examples, skipped = [], []
+    for number, line in lines:
+        fields = line.split("\t")
+        if len(fields) != 2 or not fields[0].strip():
+            raise data_error(path, number, f"expected a label and a sentence separated by a tab, found {line!r}")
+        if not fields[1].strip():
+            skipped.append(number)
+            continue
+        examples.append(Example(str(number - 2), fields[1], None, fields[0].strip()))
+    if not examples:
+        raise data_error(path, None, "no rows")
+    return examples, skipped
+
+
+def _custom_task(files: CustomFiles) -> ProbeTask:
+    if not files.train_file:
+        raise DataError("--task custom needs --train_file (alone: 10-fold cross-validation; "
+                        "with --dev_file: train on one, report the other)")
+    if files.test_file and not files.dev_file:
+        raise DataError("--test_file needs --dev_file (the regularisation is chosen on dev, test reported)")
+    paths = {"train": files.train_file, "dev": files.dev_file, "test": files.test_file}
+    paths = {s: p for s, p in paths.items() if p}
+    for option, path in paths.items():
+        if not Path(path).is_file():
+            raise DataError(f"--{option}_file {path}: no such file")
+    if len(paths) == 1:
+        paths = {"all": paths["train"]}
+    splits = {s: read_table(p, files.text_columns, files.label_column, regression=files.regression)
+              for s, p in paths.items()}
+    labels = None if files.regression else _label_names(splits, paths)
+    metrics = task_metrics(None, files.regression, len(labels or [None]))
+    return ProbeTask(Path(files.train_file).stem, splits, labels, metrics, paths)
+
+
+def _label_names(splits: dict[str, list[Example]], paths: dict[str, str]) -> list[str]:
+    """Label names from the training split (or ``all``); every other split must use only those."""
+    first = "all" if "all" in splits else "train"
+    labels = list(infer_label_names(splits[first]))
+    if len(labels) < 2:
+        raise DataError(f"{paths[first]}: a probe needs at least two classes, found {labels}")
+    for split, examples in splits.items():
+        unknown = sorted({str(e.label) for e in examples} - set(labels))
+        if unknown:
+            raise DataError(f"{paths[split]}: labels {unknown} never occur in {paths[first]} (labels: {labels})")
+    return labels
+
+
+def subsample(task: ProbeTask, max_train: int | None, max_eval: int | None, seed: int) -> ProbeTask:
+    """At most ``max_train`` examples of ``train`` / ``all`` and ``max_eval`` of each evaluation split:
+    a random subset (``seed``) kept in file order, since some files are sorted by label (MR)."""
+    splits = {}
+    for split, examples in task.splits.items():
+        limit = max_train if split in ("train", "all") else max_eval
+        if limit is not None and limit < len(examples):
+            rng = np.random.default_rng([seed, len(examples)])
+            keep = np.sort(rng.choice(len(examples), size=limit, replace=False))
+            examples = [examples[i] for i in keep]
+        splits[split] = examples
+    return ProbeTask(task.name, splits, task.label_names, task.metrics, task.files, task.notes)

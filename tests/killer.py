@@ -1,0 +1,86 @@
+"""Run the ``hire`` command and kill the process abruptly (``os._exit(137)``, like ``kill -9``) at a
+chosen point, for the resume tests. Production code has no test hooks: the points are reached by
+wrapping library functions here.
+
+    python tests/killer.py KIND:N -- train --output_dir ...
+
+KIND is ``step`` (after the N-th optimizer step of this process), ``rename`` (just before the N-th
+file rename or replace: every atomic write and every checkpoint swap is one) or ``unlink`` (before the
+N-th file removal, e.g. half-way through removing an old checkpoint). ``rename:SUFFIX:N`` and
+``unlink:SUFFIX:N`` count only the calls whose (source) path ends with SUFFIX, e.g.
+``rename:checkpoint.tmp:1`` dies just before the first new checkpoint takes the old one's place. Two more do not kill:
+``interrupt`` raises KeyboardInterrupt (Ctrl-C) after the N-th step, and ``nan`` makes the N-th
+training loss NaN (a diverging run).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main() -> int:
+    spec, sep, *args = sys.argv[1:]
+    assert sep == "--", "usage: killer.py KIND:N -- hire arguments"
+    kind, *suffix, n = spec.split(":")
+    calls = 0
+
+    def tick(path: object = "") -> None:
+        nonlocal calls
+        if suffix and not str(path).endswith(suffix[0]):
+            return
+        calls += 1
+        if calls == int(n):
+            os._exit(137)
+
+    def wrap(fn, before: bool = True):
+        def wrapped(*a, **k):
+            if before:
+                tick(a[0] if a else "")
+            result = fn(*a, **k)
+            if not before:
+                tick()
+            return result
+        return wrapped
+
+    if kind == "step":
+        import hire.training
+
+        hire.training.training_step = wrap(hire.training.training_step, before=False)
+    elif kind == "rename":
+        os.rename, os.replace = wrap(os.rename), wrap(os.replace)
+    elif kind == "unlink":
+        os.unlink = wrap(os.unlink)
+    elif kind == "interrupt":
+        import hire.training
+
+        step = hire.training.training_step
+
+        def interrupted(*a, **k):
+            nonlocal calls
+            result = step(*a, **k)
+            calls += 1
+            if calls == int(n):
+                raise KeyboardInterrupt
+            return result
+        hire.training.training_step = interrupted
+    elif kind == "nan":
+        import torch.nn.functional as F
+
+        def poison(loss_fn):
+            def poisoned(*a, **k):
+                nonlocal calls
+                calls += 1
+                loss = loss_fn(*a, **k)
+                return loss * float("nan") if calls == int(n) else loss
+            return poisoned
+        F.cross_entropy, F.mse_loss = poison(F.cross_entropy), poison(F.mse_loss)
+    else:
+        raise SystemExit(f"unknown kill point {kind!r}")
+    from hire.cli import main as hire_main
+
+    return hire_main(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

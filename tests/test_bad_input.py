@@ -1,0 +1,340 @@
+"""Bad input, table-driven: the real ``hire`` command, run once per case, must fail with exit status 2 and
+exactly one line ``hire <command>: error: ...`` naming the option, file or line at fault (the last line of
+stderr), no traceback, and no file created, changed or removed: not the user's files, not a finished run,
+not the saved models.
+
+Each case runs in a fresh folder holding small data files, a user's file and a finished-looking run; the
+tiny encoder and three saved models (single sentences, pairs, and a GLUE SST-2 model) are shared. Most
+cases fail before torch is imported, so the file runs in well under a minute.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from tiny import save_tiny_encoder
+
+from hire import build_model, load_tokenizer
+from hire.config import ConfigError, DataConfig, ModelArgs, RunConfig, TrainConfig, check_max_length, encoder_max_length
+
+TEXTS = ["a fine film", "a dull film", "good fun", "bad acting", "great", "awful", "not bad", "not good"]
+LABELS = ["pos", "neg", "pos", "neg", "pos", "neg", "pos", "neg"]
+
+
+def table(header: str, rows: list[str]) -> str:
+    return header + "\n" + "".join(row + "\n" for row in rows)
+
+
+def write_world(root: Path, encoder: Path) -> None:
+    """The files every case may name: data, a user's file, a folder, a finished run of ``TRAIN``."""
+    rows = [f"{t},{y}" for t, y in zip(TEXTS, LABELS, strict=True)]
+    (root / "train.csv").write_text(table("sentence,label", rows))
+    (root / "dev.csv").write_text(table("sentence,label", rows[:4]))
+    (root / "dev_typo.csv").write_text(table("sentence,label", [*rows[:2], "so so,positive", rows[3]]))
+    (root / "pairs.csv").write_text(table("first,second,label", [f"{t},{t},{y}" for t, y in zip(TEXTS, LABELS,
+                                                                                             strict=True)]))
+    (root / "input.csv").write_text(table("sentence,label", rows[4:]))
+    (root / "empty.csv").write_text("")
+    (root / "header_only.csv").write_text("sentence,label\n")
+    (root / "bad.yaml").write_text("train:\n  lr: [1, 2\n")
+    (root / "unknown.yaml").write_text("train:\n  lrr: 0.1\n")
+    (root / "flat.yaml").write_text("train: 5\n")
+    (root / "notes.txt").write_text("mine\n")
+    (root / "folder").mkdir()
+    done = root / "done"
+    (done / "best").mkdir(parents=True)
+    (done / "best" / "config.json").write_text('{"head": "last-layer"}\n')
+    data = DataConfig(task="custom", train_file=str(root / "train.csv"), dev_file=str(root / "dev.csv"))
+    model = ModelArgs(encoder=str(encoder), head="last-layer")
+    RunConfig(str(done), data=data, model=model, train=TrainConfig(mixed_precision="no")).save(done / "config.yaml")
+    (done / "state.json").write_text('{"step": 3, "finished": true}\n')
+    metrics = {"task": "train", "head": "last-layer", "dev": {"dev": {"accuracy": 0.5, "score": 0.5}}, "score": 0.5,
+               "steps": 3, "best_step": 3, "train_seconds": 1.0, "mixed_precision": "no"}
+    (done / "metrics.json").write_text(json.dumps(metrics) + "\n")
+
+
+def save_run(root: Path, encoder: Path, data: dict, labels: list[str]) -> Path:
+    """A run folder as training leaves it, as far as predict and evaluate read it: config.yaml and best/."""
+    model = build_model(str(encoder), head="last-layer", num_labels=len(labels), label_names=labels)
+    model.save_pretrained(root / "best", load_tokenizer(str(encoder)))
+    (root / "config.yaml").write_text(yaml.safe_dump({"data": data, "model": {"head": "last-layer"}}))
+    return root / "best"
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("shared")
+    enc = save_tiny_encoder(root / "encoder", TEXTS)
+    return {
+        "root": root,
+        "enc": enc,
+        "single": save_run(root / "single", enc, {"task": "custom", "text_columns": ["sentence"]}, ["neg", "pos"]),
+        "pair": save_run(root / "pair", enc, {"task": "custom", "text_columns": ["first", "second"]}, ["neg", "pos"]),
+        "sst2": save_run(root / "sst2", enc, {"task": "SST-2"}, ["0", "1"]),
+    }
+
+
+def snapshot(root: Path) -> dict[str, tuple]:
+    """Every path under ``root`` with its kind, and for files their bytes' hash and modification time."""
+    state: dict[str, tuple] = {}
+    for path in sorted(root.rglob("*")):
+        if path.name == ".lock":  # a run folder's lock file (hire.runs.RunLock) stays, by design
+            continue
+        if path.is_file():
+            state[str(path)] = ("file", hashlib.sha1(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns)
+        else:
+            state[str(path)] = ("dir",)
+    return state
+
+
+TRAIN = ["train", "--output_dir", "{tmp}/run", "--data.task", "custom", "--data.train_file", "{tmp}/train.csv",
+         "--data.dev_file", "{tmp}/dev.csv", "--model.encoder", "{enc}", "--model.head", "last-layer",
+         "--train.mixed_precision", "no"]
+GLUE = ["train", "--output_dir", "{tmp}/run", "--data.task", "RTE", "--model.encoder", "{enc}"]
+PREDICT = ["predict", "--model", "{single}", "--input", "{tmp}/input.csv"]
+EVALUATE = ["evaluate", "--model", "{sst2}", "--task", "SST-2"]
+
+# (id, command line, what the error line must contain)
+CASES: list[tuple[str, list[str], str]] = [
+    # -- training options: type and range, checked before anything is read or loaded
+    ("batch-size-0", [*TRAIN, "--train.batch_size", "0"], "--train.batch_size: must be >= 1, not 0"),
+    ("batch-size-negative", [*TRAIN, "--train.batch_size", "-4"], "--train.batch_size: must be >= 1"),
+    ("checkpoint-every-0", [*TRAIN, "--train.checkpoint_every", "0"], "--train.checkpoint_every: must be >= 1"),
+    ("max-train-examples-0", [*TRAIN, "--data.max_train_examples", "0"], "--data.max_train_examples: must be"),
+    ("max-train-examples-negative", [*TRAIN, "--data.max_train_examples", "-1"], "--data.max_train_examples"),
+    ("max-eval-examples-negative", [*TRAIN, "--data.max_eval_examples", "-2"], "--data.max_eval_examples"),
+    ("max-length-0", [*TRAIN, "--data.max_length", "0"], "--data.max_length: must be >= 8"),
+    ("max-steps-0", [*TRAIN, "--train.max_steps", "0"], "--train.max_steps: must be >= 1"),
+    ("max-steps-negative", [*TRAIN, "--train.max_steps", "-3"], "--train.max_steps: must be >= 1, not -3"),
+    ("eval-every-0", [*TRAIN, "--train.eval_every", "0"], "--train.eval_every: must be >= 1"),
+    ("epochs-0", [*TRAIN, "--train.epochs", "0"], "--train.epochs: must be >= 1"),
+    ("epochs-negative", [*TRAIN, "--train.epochs", "-1"], "--train.epochs: must be >= 1, not -1"),
+    ("lr-negative", [*TRAIN, "--train.lr", "-1"], "--train.lr: must be >= 0, not -1.0"),
+    ("lr-not-a-number", [*TRAIN, "--train.lr", "fast"], "--train.lr: expected a number"),
+    ("lr-nan", [*TRAIN, "--train.lr", "nan"], "--train.lr: must be a finite number"),
+    ("head-lr-0", [*TRAIN, "--train.head_lr", "0"], "--train.head_lr: must be > 0"),
+    ("adam-beta1-2", [*TRAIN, "--train.adam_beta1", "2"], "--train.adam_beta1: must be in [0, 1)"),
+    ("adam-beta2-1", [*TRAIN, "--train.adam_beta2", "1"], "--train.adam_beta2: must be in [0, 1)"),
+    ("adam-eps-0", [*TRAIN, "--train.adam_eps", "0"], "--train.adam_eps: must be > 0"),
+    ("weight-decay-negative", [*TRAIN, "--train.weight_decay", "-0.1"], "--train.weight_decay: must be >= 0"),
+    ("warmup-ratio-1.5", [*TRAIN, "--train.warmup_ratio", "1.5"], "--train.warmup_ratio: must be in [0, 1]"),
+    ("max-grad-norm-0", [*TRAIN, "--train.max_grad_norm", "0"], "--train.max_grad_norm: must be > 0"),
+    ("patience-0", [*TRAIN, "--train.patience", "0"], "--train.patience: must be >= 1"),
+    ("seed-negative", [*TRAIN, "--train.seed", "-1"], "--train.seed"),
+    ("classifier-dropout-1", [*TRAIN, "--model.classifier_dropout", "1"], "--model.classifier_dropout: must be in"),
+    ("bool-not-a-bool", [*TRAIN, "--train.group_by_length", "maybe"], "--train.group_by_length: expected true"),
+    ("mixed-precision-fp8", [*TRAIN, "--train.mixed_precision", "fp8"], "invalid choice"),
+    ("unknown-option", [*TRAIN, "--train.lrr", "3"], "did you mean '--train.lr'"),
+    ("option-without-section", [*TRAIN, "--epochs", "3"], "did you mean '--train.epochs'"),
+    # -- the head and its options
+    ("unknown-head", [*TRAIN, "--model.head", "hyre"], "unknown head 'hyre'"),
+    ("head-option-type", [*TRAIN, "--model.head", "hire", "--model.head_options", "fusion_layers=abc"],
+     "--model.head_options: fusion_layers must be an integer, not 'abc'"),
+    ("head-option-range", [*TRAIN, "--model.head", "hire", "--model.head_options", "fusion_layers=9"],
+     "fusion_layers must be 0-3"),
+    ("head-option-dropout", [*TRAIN, "--model.head", "hire", "--model.head_options", "dropout=1.5"],
+     "--model.head_options: dropout must be in [0, 1)"),
+    ("head-option-unknown", [*TRAIN, "--model.head_options", "fusion_layers=1"], "has no option 'fusion_layers'"),
+    ("head-options-bad-json", [*TRAIN, "--model.head_options", '{"k": '], "--model.head_options: not valid JSON"),
+    # -- what the options name: encoder, model to start from, output folder, --config
+    ("encoder-missing-path", [*TRAIN, "--model.encoder", "{tmp}/no/such/encoder"],
+     "--model.encoder {tmp}/no/such/encoder: no such folder"),
+    ("encoder-unknown-name", [*TRAIN, "--model.encoder", "no-such-encoder"], "no-such-encoder: no such folder"),
+    ("encoder-not-a-model", [*TRAIN, "--model.encoder", "{tmp}/folder"], "(no config.json)"),
+    ("init-from-missing", [*TRAIN, "--model.init_from", "{tmp}/nope"], "--model.init_from {tmp}/nope: no such"),
+    ("init-from-not-a-model", [*TRAIN, "--model.init_from", "{tmp}/folder"], "not a saved hire model"),
+    ("init-from-inside-output", [*TRAIN, "--output_dir", "{tmp}/done", "--overwrite", "true",
+                                 "--model.init_from", "{tmp}/done/best"], "inside --output_dir"),
+    ("output-dir-is-a-file", [*TRAIN, "--output_dir", "{tmp}/notes.txt"], "--output_dir {tmp}/notes.txt: a file"),
+    ("output-dir-under-a-file", [*TRAIN, "--output_dir", "{tmp}/notes.txt/run"], "is a file, not a folder"),
+    ("output-dir-finished-run", [*TRAIN, "--output_dir", "{tmp}/done"], "--output_dir {tmp}/done"),
+    ("config-bad-yaml", ["train", "--config", "{tmp}/bad.yaml"], "bad.yaml: not valid YAML (line 3"),
+    ("config-is-a-folder", ["train", "--config", "{tmp}/folder"], "a folder, not a YAML file"),
+    ("config-missing", ["train", "--config", "{tmp}/nope.yaml"], "--config {tmp}/nope.yaml: no such file"),
+    ("config-unknown-key", ["train", "--config", "{tmp}/unknown.yaml"], "unknown option 'train.lrr'"),
+    ("config-section-not-a-mapping", ["train", "--config", "{tmp}/flat.yaml"], "train must be a mapping"),
+    # -- the task and its data
+    ("bad-task-name", [*GLUE, "--data.task", "GLUEY"], "--data.task: unknown GLUE task 'GLUEY'"),
+    ("glue-task-with-custom-file", [*GLUE, "--data.train_file", "{tmp}/train.csv"],
+     "--data.train_file: only for --data.task custom"),
+    ("glue-missing-data-dir", [*GLUE, "--data.data_dir", "{tmp}/nope"], "--data.data_dir {tmp}/nope: no such"),
+    ("custom-without-train-file", ["train", "--data.task", "custom", "--model.encoder", "{enc}"],
+     "--data.train_file"),
+    ("custom-without-dev-file", ["train", "--data.task", "custom", "--data.train_file", "{tmp}/train.csv"],
+     "--data.dev_file"),
+    ("custom-missing-file", [*TRAIN, "--data.train_file", "{tmp}/nope.csv"], "--data.train_file {tmp}/nope.csv"),
+    ("text-column-is-label", [*TRAIN, "--data.text_columns", "label"], "--data.text_columns: 'label' is also"),
+    ("three-text-columns", [*TRAIN, "--data.text_columns", "a,b,c"], "--data.text_columns: give one or two"),
+    ("text-column-twice", [*TRAIN, "--data.text_columns", "sentence,sentence"], "the same column twice"),
+    ("dev-label-typo", [*TRAIN, "--data.dev_file", "{tmp}/dev_typo.csv"], "dev_typo.csv, line 4: label 'positive'"),
+    ("test-label-typo", [*TRAIN, "--data.test_file", "{tmp}/dev_typo.csv"], "dev_typo.csv, line 4: label 'posit"),
+    ("label-column-missing", [*TRAIN, "--data.label_column", "gold"], "train.csv, line 1: no column 'gold'"),
+    ("empty-train-file", [*TRAIN, "--data.train_file", "{tmp}/empty.csv"], "empty.csv, line 1: the file is empty"),
+    ("header-only-dev-file", [*TRAIN, "--data.dev_file", "{tmp}/header_only.csv"], "header_only.csv, line 2"),
+    # -- hire evaluate
+    ("evaluate-missing-model", ["evaluate", "--model", "{tmp}/nope", "--task", "RTE"],
+     "--model {tmp}/nope: no such folder"),
+    ("evaluate-not-a-model", ["evaluate", "--model", "{tmp}/folder", "--task", "RTE"], "not a saved hire model"),
+    ("evaluate-batch-size-0", [*EVALUATE, "--batch_size", "0"], "--batch_size: must be >= 1, not 0"),
+    ("evaluate-max-length-0", [*EVALUATE, "--max_length", "0"], "--max_length: must be >= 8, not 0"),
+    ("evaluate-max-length-too-long", [*EVALUATE, "--max_length", "500"], "--max_length: must be <= 160"),
+    ("evaluate-max-examples-negative", [*EVALUATE, "--max_examples", "-1"], "--max_examples: must be >= 1"),
+    ("evaluate-bad-task", ["evaluate", "--model", "{sst2}", "--task", "GLUEY"], "--task: unknown GLUE task"),
+    ("evaluate-single-model-on-pairs", ["evaluate", "--model", "{sst2}", "--task", "MRPC"],
+     "--task MRPC: the task has sentence pairs"),
+    ("evaluate-other-labels", ["evaluate", "--model", "{single}", "--task", "SST-2"], "predicts labels"),
+    ("evaluate-output-dir-is-a-file", [*EVALUATE, "--output_dir", "{tmp}/notes.txt"], "--output_dir"),
+    # -- hire predict
+    ("predict-output-is-input", [*PREDICT, "--output", "{tmp}/input.csv"], "the same file as --input"),
+    ("predict-output-is-input-resolved", [*PREDICT, "--output", "{tmp}/folder/../input.csv"],
+     "the same file as --input"),
+    ("predict-output-is-a-folder", [*PREDICT, "--output", "{tmp}/folder"], "--output {tmp}/folder: a folder"),
+    ("predict-output-under-a-file", [*PREDICT, "--output", "{tmp}/notes.txt/p.jsonl"], "is a file, not a folder"),
+    ("predict-missing-input", ["predict", "--model", "{single}", "--input", "{tmp}/nope.csv"], "--input"),
+    ("predict-missing-model", ["predict", "--model", "{tmp}/nope", "--input", "{tmp}/input.csv"], "--model"),
+    ("predict-pair-model-one-column", ["predict", "--model", "{pair}", "--input", "{tmp}/input.csv",
+                                       "--text_columns", "sentence"], "--text_columns sentence: --model"),
+    ("predict-single-model-two-columns", ["predict", "--model", "{single}", "--input", "{tmp}/pairs.csv",
+                                          "--text_columns", "first,second"], "trained on single sentences"),
+    ("predict-text-column-is-label", [*PREDICT, "--text_columns", "label"], "--text_columns: 'label' is also"),
+    ("predict-label-typo", ["predict", "--model", "{single}", "--input", "{tmp}/dev_typo.csv"],
+     "dev_typo.csv, line 4: label 'positive'"),
+    ("predict-batch-size-0", [*PREDICT, "--batch_size", "0"], "--batch_size: must be >= 1"),
+    ("predict-max-length-too-long", [*PREDICT, "--max_length", "500"], "--max_length: must be <= 160"),
+    ("predict-unknown-option", [*PREDICT, "--ouput", "x.jsonl"], "did you mean '--output'"),
+    # -- hire report
+    ("report-markdown-is-a-folder", ["report", "{tmp}/done", "--markdown", "{tmp}/folder"], "--markdown"),
+    ("report-missing-run", ["report", "{tmp}/nope"], "{tmp}/nope: no such run folder"),
+    ("report-disk-full", ["report", "{tmp}/done", "--markdown", "/dev/full"], "/dev/full: no space left"),
+]
+
+
+def expand(text: str, places: dict[str, str]) -> str:
+    for key, value in places.items():
+        text = text.replace("{" + key + "}", value)
+    return text
+
+
+@pytest.mark.parametrize(("args", "message"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_input_fails_with_one_clear_line(args: list[str], message: str, shared: dict[str, Path],
+                                            tmp_path: Path) -> None:
+    if "/dev/full" in args and not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    write_world(tmp_path, shared["enc"])
+    places = {"tmp": str(tmp_path), **{k: str(v) for k, v in shared.items()}}
+    before = snapshot(tmp_path), snapshot(shared["root"])
+    result = subprocess.run([sys.executable, "-m", "hire.cli", *(expand(a, places) for a in args)], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
+    lines = [line for line in result.stderr.splitlines() if line.strip()]  # progress bars aside, one line
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert len(lines) <= 3, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert lines and lines[-1].startswith(f"hire {args[0]}: error: "), result.stderr[-3000:]
+    assert [line for line in lines if line.startswith("hire ") and "error:" in line] == lines[-1:]
+    assert expand(message, places) in lines[-1]
+    after = snapshot(tmp_path), snapshot(shared["root"])
+    changed = sorted(k for a, b in zip(before, after, strict=True) for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+    assert not changed, f"created, changed or removed: {changed}"
+
+
+# -- in-process: what cannot be made to happen from outside, and the helpers on their own
+
+
+def test_interrupt_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    from hire import cli
+
+    def interrupted(args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_cmd_train", interrupted)
+    monkeypatch.delenv("HIRE_DEBUG", raising=False)
+    assert cli.main(["train"]) == 130
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == ["hire train: interrupted; run the same command again to resume from the "
+                                        "last checkpoint"]
+
+
+@pytest.mark.parametrize(("error", "line"), [
+    (OSError(errno.ENOSPC, "No space left on device", "/runs/x/metrics.json"),
+     "/runs/x/metrics.json: no space left on the device; free some space and run the same command again"),
+    (OSError(errno.EROFS, "Read-only file system", "/ro/run"), "/ro/run: read-only file system"),
+    (PermissionError(errno.EACCES, "Permission denied", "/root/x"), "/root/x: permission denied"),
+    (IsADirectoryError(errno.EISDIR, "Is a directory", "/tmp/out"), "/tmp/out: a folder, not a file"),
+    (NotADirectoryError(errno.ENOTDIR, "Not a directory", "/a.txt/b"),
+     "/a.txt/b: a part of the path is a file, not a folder"),
+])
+def test_os_errors_are_one_line_naming_the_path(error: OSError, line: str, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture) -> None:
+    from hire import cli, evaluate_cli
+
+    def failing(args: object) -> int:
+        raise error
+
+    monkeypatch.setattr(evaluate_cli, "_cmd_predict", failing)
+    monkeypatch.delenv("HIRE_DEBUG", raising=False)
+    assert cli.main(["predict", "--model", "m", "--input", "i.csv"]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"hire predict: error: {line}"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
+def test_read_only_output_folder(tmp_path: Path) -> None:
+    from hire.checks import check_output_file, check_output_folder
+
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "ro").chmod(0o500)
+    try:
+        with pytest.raises(ConfigError, match="permission denied"):
+            check_output_folder(tmp_path / "ro" / "run", "--output_dir")
+        with pytest.raises(ConfigError, match="permission denied"):
+            check_output_file(tmp_path / "ro" / "p.jsonl", "--output")
+    finally:
+        (tmp_path / "ro").chmod(0o700)
+
+
+def test_max_length_against_the_encoder_positions() -> None:
+    bert = {"model_type": "bert", "max_position_embeddings": 512, "pad_token_id": 0}
+    roberta = {"model_type": "roberta", "max_position_embeddings": 514, "pad_token_id": 1}
+    deberta_v3 = {"model_type": "deberta-v2", "max_position_embeddings": 512, "position_biased_input": False}
+    assert [encoder_max_length(c) for c in (bert, roberta, deberta_v3)] == [512, 512, None]
+    check_max_length(512, roberta)
+    with pytest.raises(ConfigError, match=r"^--data.max_length: must be <= 512, .* not 513$"):
+        check_max_length(513, roberta)
+    check_max_length(100_000, deberta_v3)
+
+
+def test_python_api_validates_types_too() -> None:
+    with pytest.raises(ConfigError, match=r"^--train.lr: expected a number, not '3e-5'$"):
+        RunConfig(train=TrainConfig(lr="3e-5")).validate()  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"^--train.batch_size: expected an integer, not True$"):
+        RunConfig(train=TrainConfig(batch_size=True)).validate()
+
+
+def test_cheap_checks_need_no_torch(tmp_path: Path) -> None:
+    """An option error answers without importing torch (about 0.1 s instead of several seconds)."""
+    code = ("import sys\nfrom hire.cli import main\nrc = main(['train', '--train.lr', '-1'])\n"
+            "assert 'torch' not in sys.modules, 'torch imported'\nsys.exit(rc)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == "hire train: error: --train.lr: must be >= 0, not -1.0"
+    assert not any(tmp_path.iterdir())
+
+
+def test_trained_text_columns_come_from_the_run_folder(shared: dict[str, Path], tmp_path: Path) -> None:
+    """Read from the run's config.yaml beside best/; a model copied out of its run folder cannot tell (until
+    training records its columns in config.json), and predict then takes --text_columns as given."""
+    from hire.evaluate_cli import saved_model_config, trained_text_columns
+
+    copy = shutil.copytree(shared["pair"], tmp_path / "copy")
+    assert trained_text_columns(str(copy), saved_model_config(str(copy))) is None
+    assert trained_text_columns(str(shared["pair"]), saved_model_config(str(shared["pair"]))) == ["first", "second"]
+    assert trained_text_columns(str(shared["sst2"]), saved_model_config(str(shared["sst2"]))) == ["sentence"]

@@ -1,0 +1,328 @@
+"""``hire experiment``: a grid run end to end on a tiny random encoder and real MRPC rows, in slices; records;
+reports regenerated from records alone, byte for byte; statistics against hand-computed values; bad files."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from tiny import save_tiny_encoder
+
+from hire.cli import main
+from hire.data import default_glue_dir, read_glue_split
+from hire.experiments import runner
+from hire.experiments.experiment import load_experiment
+from hire.experiments.records import collect
+from hire.experiments.report import write_report
+from hire.experiments.runner import run_experiment
+from hire.experiments.stats import bootstrap_mean_interval, glue_average, paired, summarize, wilcoxon_p
+from hire.experiments.status import Estimates, cell_statuses
+
+GLUE = default_glue_dir()
+ROOT = Path(__file__).resolve().parents[1]
+needs_glue = pytest.mark.skipif(not (GLUE / "MRPC").is_dir(), reason=f"no GLUE data at {GLUE}")
+
+TINY = """\
+name: tiny
+description: two heads, two seeds, two steps each
+base:
+  options:
+    data.task: MRPC
+    model.encoder: {encoder}
+    data.max_train_examples: 16
+    data.max_eval_examples: 8
+    train.batch_size: 8
+    train.max_steps: 2
+    train.lr: 1.0e-3
+    train.mixed_precision: "no"
+seeds: [1, 2]
+grid:
+  model.head: [last-layer, hire]
+baseline: {{model.head: last-layer}}
+tables:
+  main: {{title: Tiny table, tasks: [MRPC]}}
+figure2: {{examples: 5}}
+"""
+
+
+@dataclass
+class Grid:
+    path: Path
+    runs: Path
+    results: Path  # experiments/<name>
+    logs: list[list[str]]  # what each of the three `run`s said
+    states_after_one: list[str]
+    mtimes_before_third: dict[Path, int]
+
+
+def dirs(grid: Grid, results: Path | None = None) -> list[str]:
+    return ["--runs_dir", str(grid.runs), "--experiments_dir", str(results or grid.results.parent)]
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory: pytest.TempPathFactory) -> Grid:
+    """Advance the 2 x 2 grid in slices: one cell (--max_runs 1), then the rest, then nothing is left."""
+    if not (GLUE / "MRPC").is_dir():
+        pytest.skip(f"no GLUE data at {GLUE}")
+    root = tmp_path_factory.mktemp("experiment")
+    texts = [t for e in read_glue_split("MRPC", "train")[:16] + read_glue_split("MRPC", "dev")[:8]
+             for t in (e.text_a, e.text_b or "")]
+    encoder = save_tiny_encoder(root / "encoder", texts)
+    path = root / "tiny.yaml"
+    path.write_text(TINY.format(encoder=encoder))
+    exp, runs, results = load_experiment(path), root / "runs", root / "experiments" / "tiny"
+    logs: list[list[str]] = [[], [], []]
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("OMP_NUM_THREADS", "1")  # tiny tensors: a second thread only spins (the cells run faster)
+        assert run_experiment(exp, runs, results, max_runs=1, say=logs[0].append) == 0
+        states = [s.state for s in cell_statuses(exp, runs)]
+        assert run_experiment(exp, runs, results, say=logs[1].append) == 0
+        mtimes = {p: p.stat().st_mtime_ns for p in [*runs.rglob("metrics.json"), *results.rglob("*.json*")]}
+        assert run_experiment(exp, runs, results, say=logs[2].append) == 0
+    return Grid(path, runs, results, logs, states, mtimes)
+
+
+@needs_glue
+def test_runs_advance_in_slices_and_finished_cells_are_skipped(grid: Grid, capsys: pytest.CaptureFixture) -> None:
+    assert grid.states_after_one == ["done", "left", "left", "left"]  # seed-major: last-layer seed 1 first
+    assert any("--max_runs 1 reached; 3 cells left" in line for line in grid.logs[0])
+    assert "tiny: 3 cells finished now, 1 were done already, 0 failed" in grid.logs[1][-1]
+    assert "tiny: 0 cells finished now, 4 were done already, 0 failed" in grid.logs[2][-1]
+    assert {p: p.stat().st_mtime_ns for p in grid.mtimes_before_third} == grid.mtimes_before_third
+    cells = sorted(p.name for p in (grid.runs / "tiny").iterdir() if p.name != "logs")
+    assert cells == ["MRPC__hire__seed1", "MRPC__hire__seed2", "MRPC__last-layer__seed1", "MRPC__last-layer__seed2"]
+    assert main(["experiment", "status", str(grid.path), *dirs(grid)]) == 0
+    assert "4 cells: 4 done, 0 running, 0 started, 0 left, 0 changed" in capsys.readouterr().out
+    assert main(["experiment", "status", str(grid.path), "--only", "model.head=hire", *dirs(grid)]) == 0
+    assert "2 cells: 2 done" in capsys.readouterr().out
+
+
+@needs_glue
+def test_records_hold_config_metrics_curve_machine_and_layer_weights(grid: Grid) -> None:
+    records = grid.results / "records"
+    for cell in ("MRPC__hire__seed1", "MRPC__hire__seed2", "MRPC__last-layer__seed1", "MRPC__last-layer__seed2"):
+        r = json.loads((records / f"{cell}.json").read_text())
+        assert r["cell"] == cell and r["config"]["model"]["head"] == cell.split("__")[1]
+        assert r["config"]["train"]["seed"] == int(cell[-1]) and "output_dir" not in r["config"]
+        assert r["steps"] == 2 and r["best_step"] == 2 and r["mixed_precision"] == "no"
+        assert set(r["dev"]["dev"]) == {"accuracy", "f1", "score"} and r["score"] == r["dev"]["dev"]["score"]
+        assert r["train_seconds"] > 0 and r["wall_seconds"] > 0 and r["machine"]["cpu_count"] >= 1
+        assert [e["step"] for e in r["curve"]] == [2]
+        gz = records / f"{cell}.layer_weights.json.gz"
+        if "hire" in cell.split("__")[1]:
+            mean = r["layer_weights"]["dev"]["mean"]
+            assert len(mean) == 3 and abs(sum(mean) - 1) < 1e-4 and r["layer_weights"]["dev"]["n"] == 8
+            assert gz.read_bytes()[4:8] == b"\0\0\0\0"  # gzip mtime 0: the same weights give the same bytes
+        else:
+            assert r["layer_weights"] == {} and not gz.exists()
+    exp = load_experiment(grid.path)
+    again = collect(exp, grid.runs, grid.results)  # re-collecting changes nothing
+    assert again["written"] == [] and len(again["unchanged"]) == 4
+
+
+@needs_glue
+def test_report_from_records_alone_is_byte_identical(grid: Grid, tmp_path: Path) -> None:
+    results = tmp_path / "experiments"
+    shutil.copytree(grid.results / "records", results / "tiny" / "records")  # no run folders at all
+    args = ["experiment", "report", str(grid.path), "--quiet", "--runs_dir", str(tmp_path / "none"),
+            "--experiments_dir", str(results)]
+    assert main(args) == 0
+    first = {p: p.read_bytes() for p in sorted((results / "tiny").rglob("*")) if p.is_file()}
+    for p in first:
+        if "records" not in p.parts:
+            p.unlink()
+    assert main(args) == 0
+    second = {p: p.read_bytes() for p in sorted((results / "tiny").rglob("*")) if p.is_file()}
+    assert second == first
+    names = {str(p.relative_to(results / "tiny")) for p in first}
+    assert {"tables/main.md", "tables/main.csv", "tables/main.json", "figures/figure2.png", "figures/main_seeds.png",
+            "figures/figure2_tasks.csv", "figures/figure2_examples.csv", "report.html", "report.md",
+            "summary.json", "experiment.yaml"} <= names
+    table = json.loads(first[results / "tiny" / "tables" / "main.json"])
+    assert [r["label"] for r in table["rows"]] == ["last-layer", "hire"]
+    assert table["rows"][1]["tasks"]["MRPC"]["vs_baseline"]["seeds"] == [1, 2]
+    markdown = first[results / "tiny" / "tables" / "main.md"].decode()
+    assert "## Tiny table" in markdown and "median of n=2 seeds" in markdown and "| hire | " in markdown
+    page = first[results / "tiny" / "report.html"].decode()
+    assert page.count("data:image/png;base64,") == 2 and "<table>" in page and "model.head: [last-layer, hire]" in page
+    assert len(first[results / "tiny" / "figures" / "figure2_examples.csv"].decode().splitlines()) == 1 + 5
+
+
+# -- runner behaviour without training ---------------------------------------------------------------
+FAKE = """\
+base: {options: {data.task: RTE, model.encoder: unused}}
+seeds: [1]
+grid: {model.head: [last-layer, hire]}
+"""
+
+
+def fake_train(code: int) -> list[str]:
+    return [sys.executable, "-c", f"import sys; print('hire train: error: boom'); sys.exit({code})"]
+
+
+@pytest.mark.parametrize("stop", [False, True])
+def test_a_failing_cell_is_reported_and_the_runner_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           stop: bool) -> None:
+    (tmp_path / "fake.yaml").write_text(FAKE)
+    exp = load_experiment(tmp_path / "fake.yaml")
+    monkeypatch.setattr(runner, "train_command", lambda cell, run: fake_train(2))
+    said: list[str] = []
+    assert run_experiment(exp, tmp_path / "runs", tmp_path / "out", stop_on_error=stop, say=said.append) == 1
+    failures = [line for line in said if "failed (exit 2): hire train: error: boom" in line]
+    assert len(failures) == (1 if stop else 2)
+    assert said[-1].startswith("fake: 0 cells finished now, 0 were done already, " + ("1" if stop else "2"))
+    assert not (tmp_path / "out" / "records").exists()
+    assert not list((tmp_path / "runs" / "fake").glob("RTE__*/*"))  # nothing written into a folder with no run
+    assert "boom" in (tmp_path / "runs" / "fake" / "logs" / "RTE__last-layer__seed1.log").read_text()
+
+
+def test_time_budget_and_estimates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "fake.yaml").write_text(FAKE)
+    exp = load_experiment(tmp_path / "fake.yaml")
+    records = tmp_path / "out" / "records"
+    records.mkdir(parents=True)
+    for i, seconds in enumerate([50, 70, 300]):  # median of the hire records: 70 s
+        (records / f"r{i}.json").write_text(json.dumps({"task": "RTE", "head": "hire", "train_seconds": seconds}))
+    estimates = Estimates.from_records(records, default_minutes=5)
+    assert estimates.seconds(exp.cell("RTE__hire__seed1")) == 70
+    assert estimates.seconds(exp.cell("RTE__last-layer__seed1")) == 300  # no record: the default
+    monkeypatch.setattr(runner, "train_command", lambda cell, run: fake_train(0))
+    said: list[str] = []
+    assert run_experiment(exp, tmp_path / "runs", tmp_path / "out", time_budget=4, default_minutes=5,
+                          say=said.append) == 0
+    assert any(line.startswith("stopping before RTE__last-layer__seed1: it takes about 5 min") for line in said)
+
+
+def test_a_folder_locked_by_a_training_process_counts_as_running(tmp_path: Path, capsys: pytest.CaptureFixture
+                                                                 ) -> None:
+    (tmp_path / "fake.yaml").write_text(FAKE)
+    run = tmp_path / "runs" / "fake" / "RTE__hire__seed1"
+    run.mkdir(parents=True)
+    with (run / ".lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        assert main(["experiment", "status", str(tmp_path / "fake.yaml"), "--runs_dir", str(tmp_path / "runs")]) == 0
+    assert "2 cells: 0 done, 1 running, 0 started, 1 left" in capsys.readouterr().out
+
+
+# -- statistics and aggregation against hand-computed values -----------------------------------------
+def test_statistics_against_hand_computed_values() -> None:
+    s = summarize([3, 1, 2, 5, 4])
+    assert (s["n"], s["median"], s["mean"], s["min"], s["max"]) == (5, 3, 3, 1, 5)
+    assert s["std"] == pytest.approx(math.sqrt(2.5))  # sum of squares 10, over n - 1 = 4
+    assert summarize([2.0])["std"] is None and summarize([1, 2, 3, 10])["median"] == 2.5
+    c = paired({1: 71.0, 2: 72.0, 3: 73.0, 4: 74.0, 5: 75.0, 6: 99.0}, {1: 70.0, 2: 70.0, 3: 70.0, 4: 70.0, 5: 70.0})
+    assert c["seeds"] == [1, 2, 3, 4, 5] and c["differences"] == [1, 2, 3, 4, 5] and c["median"] == 3
+    # Exact signed-rank test: all 5 differences positive happens with probability 1/32 each way.
+    assert c["wilcoxon_p"] == pytest.approx(2 / 32)
+    # One negative, of the smallest-but-one rank: W- = 2; P(W- <= 2) = |{}, {1}, {2}| / 32, twice.
+    assert wilcoxon_p([1, -2, 3, 4, 5])[0] == pytest.approx(6 / 32)
+    assert wilcoxon_p([1, 2, 3, 4]) == (None, "n/a (n=4 < 5)")
+    assert wilcoxon_p([0, 0, 0, 0, 0]) == (None, "n/a (all differences 0)")
+    assert bootstrap_mean_interval([2, 2, 2, 2, 2]) == (2, 2) and bootstrap_mean_interval([1]) is None
+    low, high = bootstrap_mean_interval([1, 2, 3, 4, 5])  # mean 3, standard error sqrt(2 / 5) = 0.63
+    assert 1.6 < low < 2.0 and 4.0 < high < 4.4
+    assert glue_average({"CoLA": 50.0, "RTE": 70.0, "MRPC": 1.0}, ["CoLA", "RTE"]) == 60
+    assert glue_average({"CoLA": 50.0}, ["CoLA", "RTE"]) is None
+
+
+SYNTHETIC = """\
+base: {options: {model.encoder: unused}}
+seeds: [1, 2, 3, 4, 5]
+grid: {data.task: [RTE, CoLA], model.head: [last-layer, hire]}
+baseline: {model.head: last-layer}
+figure2: null
+"""
+
+
+def test_report_aggregates_synthetic_records(tmp_path: Path) -> None:
+    """CoLA: hire beats last-layer by 1..5 points seed by seed; RTE: equal, and hire lacks seed 5."""
+    (tmp_path / "synthetic.yaml").write_text(SYNTHETIC)
+    exp = load_experiment(tmp_path / "synthetic.yaml")
+    scores = {("CoLA", "last-layer"): [0.60, 0.58, 0.62, 0.59, 0.61], ("CoLA", "hire"): [0.61, 0.60, 0.65, 0.63, 0.66],
+              ("RTE", "last-layer"): [0.70] * 5, ("RTE", "hire"): [0.70] * 4}
+    records = tmp_path / "out" / "records"
+    records.mkdir(parents=True)
+    for cell in exp.cells:
+        values = scores[(cell.task, cell.head)]
+        if cell.seed <= len(values):
+            score = values[cell.seed - 1]
+            record = {"cell": cell.id, "config": cell.options, "task": cell.task, "head": cell.head, "score": score,
+                      "dev": {"dev": {"mcc": score, "score": score}}, "train_seconds": 60.0, "mixed_precision": "no",
+                      "machine": {"cpu": "test CPU", "cpu_count": 2}}
+            (records / f"{cell.id}.json").write_text(json.dumps(record))
+    data = write_report(exp, tmp_path / "out")["tables"][0]
+    assert data["tasks"] == ["CoLA", "RTE"]  # the paper's order, whatever the grid's
+    last, hire = data["rows"]
+    assert (last["label"], hire["label"], hire["baseline"]) == ("last-layer", "hire", "last-layer")
+    cola = hire["tasks"]["CoLA"]
+    assert cola["median"] == pytest.approx(63) and last["tasks"]["CoLA"]["median"] == pytest.approx(60)
+    assert cola["vs_baseline"]["differences"] == pytest.approx([1, 2, 3, 4, 5])
+    assert cola["vs_baseline"]["median_difference"] == pytest.approx(3)
+    assert cola["vs_baseline"]["wilcoxon_p"] == pytest.approx(0.0625)
+    rte = hire["tasks"]["RTE"]
+    assert rte["n"] == 4 and rte["vs_baseline"]["wilcoxon"] == "n/a (n=4 < 5)"
+    assert last["average"]["of_medians"] == pytest.approx(65) and hire["average"]["of_medians"] == pytest.approx(66.5)
+    markdown = (tmp_path / "out" / "tables" / "all.md").read_text()
+    assert "| last-layer | 60.0 | **70.0** | 65.0 |" in markdown
+    assert "| hire | **63.0** (+3.0) | **70.0** (+0.0) n=4 | **66.5** (+1.5) n=4 |" in markdown
+    assert "| hire − last-layer | +3.0 [" in markdown and "p=0.062; median +3.0 (n=5)" in markdown
+    csv_lines = (tmp_path / "out" / "tables" / "all.csv").read_text().splitlines()
+    assert csv_lines[0].startswith("table,row,baseline,task,metric,cells,n,median")
+    assert "all,hire,last-layer,CoLA,score,5,5,63.0000,63.0000," in "\n".join(csv_lines)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["with_records"] == 19 and summary["total"]["train_seconds"] == 19 * 60
+
+
+# -- the experiment file -------------------------------------------------------------------------------
+def test_cell_ids_are_readable_and_stable(tmp_path: Path) -> None:
+    (tmp_path / "ids.yaml").write_text("""\
+base: {options: {data.task: cola}}
+seeds: [3]
+grid: {model.head: [hire], model.head_options: [{fusion_layers: 1}, {}]}
+cells:
+  - {data.task: RTE, model.head: last-layer, train.lr: [5.0e-5, 1.0e-4], model.encoder: /models/bert-base}
+""")
+    ids = [c.id for c in load_experiment(tmp_path / "ids.yaml").cells]
+    assert ids == ["CoLA__hire__fusion_layers=1__seed3", "CoLA__hire__seed3",
+                   "RTE__last-layer__encoder=bert-base__lr=5e-05__seed3",
+                   "RTE__last-layer__encoder=bert-base__lr=0.0001__seed3"]
+
+
+def test_example_experiment_files_load() -> None:
+    counts = {p.stem: len(load_experiment(p).cells) for p in sorted((ROOT / "configs" / "experiments").glob("*.yaml"))}
+    assert counts == {"ablations-minilm": 70, "beyond-minilm": 125, "lr-sweep-minilm": 18, "precision-minilm": 12,
+                      "table1-minilm": 60}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("grids: {model.head: [hire]}", "top level: unknown key 'grids'; did you mean 'grid'?"),
+        ("grid: {model.hed: [hire]}", "grid.model.hed: unknown run option 'model.hed'; did you mean 'model.head'?"),
+        ("grid: {model.head: [hyre]}", "grid.model.head: unknown head 'hyre'"),
+        ("grid: {train.output_dir: [x]}", "unknown run option 'train.output_dir'"),
+        ("grid: {train.mixed_precision: [no]}", "write it in quotes"),
+        ("grid: {model.head_options: [{fusion_layer: 1}]}", "grid: head 'hire' has no option 'fusion_layer'"),
+        ("grid: {train.lr: [fast]}", "grid.train.lr: expected a number, not 'fast'"),
+        ("base: {config: nowhere.yaml}\ngrid: {train.seed: [1]}", "base.config: no such file 'nowhere.yaml'"),
+        ("grid: {train.seed: [1]}\ntables: {t: {colums: [CoLA]}}", "tables.t: unknown key 'colums'"),
+        ("grid: {train.seed: [1]}\ntables: {t: {tasks: [SST-2]}}", "tables.t.tasks: no cell of the experiment has "
+                                                                   "task SST-2"),
+        ("grid: {train.seed: [1, 1]}", "is the same cell as one of grid"),
+        ("grid: {model.head: [hire]}\nper_task: {CoLA: {train.lr: 1}}", "per_task.CoLA: no cell of the experiment"),
+    ],
+)
+def test_bad_experiment_files_fail_with_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture, text: str,
+                                                       message: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text + "\n")
+    assert main(["experiment", "status", str(path), "--runs_dir", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"hire experiment: error: {path}: ") and message in err, err
+    assert err.count("\n") == 1 and "Traceback" not in err

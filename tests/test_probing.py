@@ -1,0 +1,290 @@
+"""``hire probe``: pooling, the feature cache, the probes, pair features, and the command end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import make_batch, make_config
+from threadpoolctl import threadpool_limits
+from tiny import save_tiny_encoder
+from transformers import BertModel
+
+from hire import build_model, load_tokenizer
+from hire.cli import main
+from hire.data import default_glue_dir
+from hire.encoder import Encoder
+from hire.heads import pool
+from hire.probing.classifiers import (
+    FeatureSet,
+    ProbeSettings,
+    cv_folds,
+    design_matrix,
+    feature_sets,
+    pair_features,
+    probe_feature_set,
+)
+from hire.probing.features import FeatureSettings, split_features
+from hire.probing.pooling import POOLINGS, pool_hidden_states
+from hire.probing.sources import fingerprint, resolve_source
+from hire.probing.tasks import default_senteval_dir, load_probe_task, subsample
+
+MR, MRPC = default_senteval_dir() / "MR" / "all.tsv", default_glue_dir() / "MRPC" / "train.tsv"
+SETTINGS = FeatureSettings(max_length=32, batch_size=4, precision="no", dtype="float32")
+
+
+@pytest.fixture(autouse=True)
+def _one_thread(single_thread: None) -> Iterator[None]:
+    """Tiny problems: a second torch or BLAS thread on a busy 2-core machine only waits (see conftest)."""
+    with threadpool_limits(1):
+        yield
+
+
+# --- pooling --------------------------------------------------------------------------------------------------
+
+
+def test_pooling_equals_hand_computation_and_ignores_padding() -> None:
+    torch.manual_seed(0)
+    encoder = Encoder.from_config(make_config("bert")).eval()
+    lengths = (3, 7, 11)
+    ids, mask = make_batch(lengths, extra_pad=4)
+    with torch.no_grad():
+        out = encoder(ids, mask)
+        pooled = pool_hidden_states(out.hidden_states, out.mask)  # (B, l + 1, 4, d)
+    assert pooled.shape == (3, encoder.num_hidden_states, 4, 32) and pooled.dtype == torch.float32
+    for i, n in enumerate(lengths):
+        for layer, h in enumerate(out.hidden_states):
+            real = h[i, :n]  # (n, d): the example's real tokens only
+            expected = {"cls": real[0], "sep": real[-1], "mean": real.mean(0), "max": real.max(0).values}
+            for p, mode in enumerate(POOLINGS):
+                torch.testing.assert_close(pooled[i, layer, p], expected[mode])
+                torch.testing.assert_close(pooled[i, layer, p], pool(h, mask, mode)[i])  # the heads agree
+        with torch.no_grad():  # the example alone, without any padding: the same vectors
+            alone = encoder(ids[i : i + 1, :n], mask[i : i + 1, :n])
+            torch.testing.assert_close(pool_hidden_states(alone.hidden_states, alone.mask)[0], pooled[i],
+                                       atol=1e-5, rtol=1e-5)
+
+
+# --- the feature cache ----------------------------------------------------------------------------------------
+
+
+def _write_tsv(path: Path, rows: list[tuple[str, str]]) -> Path:
+    path.write_text("label\tsentence\n" + "".join(f"{label}\t{text}\n" for label, text in rows))
+    return path
+
+
+SENTENCES = [("1", "a fine , moving film ."), ("0", "dull and far too long ."), ("1", "a joy to watch"),
+             ("0", "nothing works here"), ("1", "warm and funny"), ("0", "a mess from start to end .")]
+
+
+def _features(folder: Path, data: Path, cache: Path, task: str = "toy"):
+    from hire.data import read_table
+
+    source = resolve_source(str(folder))
+    examples = read_table(data, ["sentence"], "label")
+    return split_features(source, fingerprint(source)["sha256"], task, "all", examples, SETTINGS, cache)
+
+
+def test_cache_is_reused_and_invalidated(tmp_path: Path) -> None:
+    folder = save_tiny_encoder(tmp_path / "encoder", [t for _, t in SENTENCES])
+    data, cache = _write_tsv(tmp_path / "toy.tsv", SENTENCES), tmp_path / "cache"
+    first = _features(folder, data, cache)
+    assert not first.cached and first.b is None and first.a.shape == (6, 3, 4, 32)
+    again = _features(folder, data, cache)
+    assert again.cached and again.path == first.path and np.array_equal(again.a, first.a)
+    meta = json.loads(first.path.with_suffix(".json").read_text())
+    assert meta["examples"] == 6 and meta["shape"] == [6, 3, 4, 32] and meta["dtype"] == "float32"
+    assert not list(cache.glob("*.tmp")) and not list(cache.glob(".*"))  # atomic writes leave nothing behind
+
+    _write_tsv(data, [("0" if label == "1" else "1", text) for label, text in SENTENCES])
+    assert _features(folder, data, cache).cached  # labels alone do not change features
+
+    _write_tsv(data, [*SENTENCES[:-1], ("0", "a mess from start to finish .")])
+    changed = _features(folder, data, cache)
+    assert not changed.cached and changed.path != first.path
+    np.testing.assert_array_equal(changed.a[:5], first.a[:5])
+
+    torch.manual_seed(1)  # new weights in the same folder: the fingerprint, hence the key, changes
+    BertModel(BertModel.from_pretrained(folder).config).save_pretrained(folder)
+    _write_tsv(data, SENTENCES)
+    retrained = _features(folder, data, cache)
+    assert not retrained.cached and not np.allclose(retrained.a, first.a)
+
+    retrained.path.write_bytes(b"not a zip file")  # a damaged file is computed again, not trusted
+    assert not _features(folder, data, cache).cached and _features(folder, data, cache).cached
+
+
+def test_senteval_folders_give_their_protocol(tmp_path: Path) -> None:
+    (tmp_path / "Toy").mkdir()
+    (tmp_path / "Toy" / "all.tsv").write_text("label\tsentence\n1\tgood\n0\t \n0\tbad\n1\tfine\n")
+    toy = load_probe_task("toy", senteval_dir=str(tmp_path))
+    assert toy.protocol == "cv" and toy.headline == "cv" and [e.text_a for e in toy.splits["all"]] == [
+        "good", "bad", "fine"] and "lines 3" in toy.notes[0]  # the empty sentence is left out, and said so
+    (tmp_path / "Five").mkdir()
+    for split in ("train", "dev", "test"):
+        _write_tsv(tmp_path / "Five" / f"{split}.tsv", SENTENCES)
+    five = load_probe_task("five", senteval_dir=str(tmp_path))
+    assert five.protocol == "split" and five.headline == "test" and five.eval_splits == ["dev", "test"]
+    small = subsample(five, 4, 2, seed=0)
+    assert [len(small.splits[s]) for s in ("train", "dev", "test")] == [4, 2, 2]
+    assert small.splits["train"] == sorted(small.splits["train"], key=lambda e: int(e.guid))  # file order
+
+
+# --- probes ---------------------------------------------------------------------------------------------------
+
+
+def _synthetic(n: int = 120, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Features (n, 3, 4, 8) of noise, but layer 2's mean pooling separates the two classes."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % 2
+    a = rng.normal(size=(n, 3, 4, 8)).astype(np.float32)
+    a[:, 2, POOLINGS.index("mean"), 0] += np.where(y == 1, 4.0, -4.0)
+    return a, y
+
+
+def test_probe_scores_separable_features_perfectly() -> None:
+    a, y = _synthetic()
+    settings = ProbeSettings(folds=5, c_grid=(0.1, 1.0))
+    folds = cv_folds(y, 5, False, 0)
+    signal, noise = FeatureSet("2", (2,), "mean"), FeatureSet("0", (0,), "mean")
+    cv = probe_feature_set({"all": (a, None)}, {"all": y}, signal, ("accuracy",), False, settings, folds)
+    assert cv["splits"]["cv"]["accuracy"] == 1.0 and len(cv["chosen"]) == 5 and cv["dim"] == 8
+    assert probe_feature_set({"all": (a, None)}, {"all": y}, noise, ("accuracy",), False, settings,
+                             folds)["splits"]["cv"]["accuracy"] < 0.75
+    b, yb = _synthetic(60, seed=1)  # train -> dev (GLUE-style) and train -> dev + test (SentEval-style)
+    feats = {"train": (a, None), "dev": (b, None)}
+    split = probe_feature_set(feats, {"train": y, "dev": yb}, signal, ("accuracy", "f1"), False, settings)
+    assert split["splits"]["dev"]["accuracy"] == 1.0 and split["splits"]["dev"]["f1"] == 1.0
+    both = probe_feature_set({**feats, "test": (b, None)}, {"train": y, "dev": yb, "test": yb}, signal,
+                             ("mcc",), False, settings)
+    assert set(both["splits"]) == {"dev", "test"} and both["splits"]["test"]["mcc"] == 1.0
+
+
+def test_ridge_probe_on_a_linear_target() -> None:
+    a, _ = _synthetic(150)
+    target = a[:, 1, POOLINGS.index("cls")] @ np.linspace(-1, 1, 8) + 3.0
+    result = probe_feature_set({"all": (a, None)}, {"all": target}, FeatureSet("1", (1,), "cls"),
+                               ("pearson", "spearman"), True, ProbeSettings(folds=3), cv_folds(target, 3, True, 0))
+    assert result["splits"]["cv"]["pearson"] > 0.99 and "alpha" in result["chosen"][0]
+
+
+def test_pair_features_layout() -> None:
+    rng = np.random.default_rng(0)
+    u, v = rng.normal(size=(5, 3)), rng.normal(size=(5, 3))
+    x = pair_features(u, v)
+    for block, expected in enumerate((u, v, u * v, np.abs(u - v))):
+        np.testing.assert_array_equal(x[:, 3 * block : 3 * block + 3], expected)
+    a, b = rng.normal(size=(5, 4, 4, 3)), rng.normal(size=(5, 4, 4, 3))
+    fs = FeatureSet("first+last (1+3)", (1, 3), "max")
+    ua, vb = a[:, [1, 3], 3].reshape(5, 6), b[:, [1, 3], 3].reshape(5, 6)  # layers 1 and 3, side by side
+    np.testing.assert_allclose(design_matrix(a, b, fs), pair_features(ua, vb), rtol=1e-6)
+    np.testing.assert_allclose(design_matrix(a, None, fs), ua, rtol=1e-6)
+
+
+def test_feature_sets_cover_every_state_pooling_and_concatenation() -> None:
+    rows = list(dict.fromkeys(fs.row for fs in feature_sets(7)))
+    assert rows == [*map(str, range(7)), "first+last (1+6)", "last 4 (3-6)", "all (0-6)"]
+    assert len(feature_sets(7)) == 4 * len(rows) and [fs.row for fs in feature_sets(3)][-4:] == ["all (0-2)"] * 4
+
+
+# --- the command ----------------------------------------------------------------------------------------------
+
+needs_data = pytest.mark.skipif(not (MR.is_file() and MRPC.is_file()), reason="no MR / MRPC data beside the repo")
+
+
+@pytest.fixture(scope="module")
+def encoders(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A tiny pre-trained encoder, and a saved model (as `hire train` writes) whose encoder differs."""
+    from hire.data import read_glue_split, read_table
+
+    texts = [e.text_a for e in read_table(MR, ["sentence"], "label")]
+    texts += [t for e in read_glue_split("MRPC", "train") + read_glue_split("MRPC", "dev")
+              for t in (e.text_a, e.text_b or "")]
+    root = tmp_path_factory.mktemp("encoders")
+    pretrained = save_tiny_encoder(root / "pretrained", texts)
+    model = build_model(str(pretrained), head="last-layer", num_labels=2)
+    with torch.no_grad():
+        for p in model.encoder.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    model.save_pretrained(root / "run" / "best", load_tokenizer(str(pretrained)))
+    return pretrained, root / "run"
+
+
+def _probe_args(encoders: tuple[Path, Path], out: Path, cache: Path, tasks: str = "MR,MRPC") -> list[str]:
+    return ["probe", "--encoder", str(encoders[0]), "--encoder", str(encoders[1]), "--labels", "pre,tuned",
+            "--task", tasks, "--max_train_examples", "40", "--max_eval_examples", "20", "--folds", "3",
+            "--c_grid", "0.1,1", "--cache_dir", str(cache), "--output_dir", str(out), "--mixed_precision", "no",
+            "--device", "cpu", "--max_length", "48"]
+
+
+@needs_data
+def test_probe_command_writes_every_output_and_the_report_regenerates(
+        encoders: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out, cache = tmp_path / "probe", tmp_path / "cache"
+    assert main(_probe_args(encoders, out, cache)) == 0
+    printed = capsys.readouterr().out
+    assert "## MR" in printed and "## MRPC" in printed and "tuned minus pre" in printed
+    results = json.loads((out / "results.json").read_text())
+    assert [e["label"] for e in results["encoders"]] == ["pre", "tuned"]
+    assert results["encoders"][1]["kind"] == "hire-model" and results["encoders"][1]["path"].endswith("best")
+    mr, mrpc = results["tasks"]["MR"], results["tasks"]["MRPC"]
+    assert mr["protocol"] == "cv" and mr["examples"] == {"all": 40} and not mr["pair"]
+    assert mrpc["protocol"] == "split" and mrpc["headline"] == "dev" and mrpc["pair"]
+    rows = mrpc["results"]["tuned"]["rows"]
+    assert len(rows) == 5 * 4 and rows[0]["dim"] == 4 * 32 and set(rows[0]["splits"]["dev"]) == {
+        "accuracy", "f1", "score"}
+    seconds = mr["results"]["pre"]["seconds"]
+    assert seconds["encode"] > 0 and seconds["fit"] > 0 and results["machine"]["precision"] == "no"
+    expected = ["report.md", "poolings.md", "poolings.csv", "results.json"]
+    for task in ("MR", "MRPC"):
+        expected += [f"{task}/{name}" for name in ("table.md", "table-pre.csv", "table-tuned.csv",
+                                                   "difference-tuned.csv", "layers.png")]
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == sorted(expected)
+    header, *table = (out / "MR" / "table-pre.csv").read_text().splitlines()
+    assert header == "hidden state,cls,sep,mean,max,best" and len(table) == 5
+    assert sum(bool(line.split(",")[-1]) for line in table) == 1  # exactly one best cell
+    assert (out / "MR" / "layers.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    for p in before:
+        if p.name != "results.json":
+            p.unlink()
+    redraw = subprocess.run([sys.executable, "-m", "hire.cli", "probe-report", str(out)], capture_output=True,
+                            text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=300)
+    assert redraw.returncode == 0, redraw.stderr[-2000:]
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+    assert main(_probe_args(encoders, out, cache)) == 0  # the same command again: nothing to redo
+    assert json.loads((out / "results.json").read_text())["tasks"] == results["tasks"]
+
+
+@needs_data
+def test_probe_command_errors_name_the_option(encoders: tuple[Path, Path], tmp_path: Path,
+                                              capsys: pytest.CaptureFixture) -> None:
+    assert main(_probe_args(encoders, tmp_path / "out", tmp_path / "cache", tasks="NoSuchTask")) == 2
+    assert "--task NoSuchTask" in capsys.readouterr().err
+    assert main([*_probe_args(encoders, tmp_path / "out", tmp_path / "cache"), "--labels", "x"]) == 2
+    assert "--labels" in capsys.readouterr().err
+    assert main(["probe-report", str(tmp_path / "nowhere")]) == 2
+    assert "results.json" in capsys.readouterr().err
+
+
+def test_resolve_source_kinds(tmp_path: Path) -> None:
+    folder = save_tiny_encoder(tmp_path / "enc", ["a b c"])
+    assert resolve_source(str(folder)).kind == "pretrained"
+    model = build_model(str(folder), head="pool-mean", num_labels=2)
+    model.save_pretrained(tmp_path / "run" / "best")  # no tokenizer saved: the base encoder's is used
+    for spec in (tmp_path / "run", tmp_path / "run" / "best"):
+        source = resolve_source(str(spec))
+        assert source.kind == "hire-model" and source.path == str(tmp_path / "run" / "best")
+    encoder, tokenizer = resolve_source(str(tmp_path / "run")).load()
+    assert encoder.num_hidden_states == 3 and tokenizer("a b")["input_ids"][0] == tokenizer.cls_token_id
+    with pytest.raises(ValueError, match="not a model folder"):
+        resolve_source(str(tmp_path))
