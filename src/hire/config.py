@@ -103,7 +103,8 @@ class ModelArgs:
 @dataclass
 class TrainConfig:
     epochs: int = _f(10, "maximum training epochs (paper: 3-27, with early stopping)")
-    batch_size: int = _f(32, "examples per batch, per device (paper: 16, 32 or 48)")
+    batch_size: int = _f(32, "examples per optimizer step, the global batch: split evenly over the processes "
+                         "when several train together (paper: 16, 32 or 48)")
     lr: float = _f(2e-5, "peak learning rate (paper: 1e-5 or 2e-5; small encoders want more)")
     head_lr: float | None = _f(None, "learning rate of the head and output layer (default: --train.lr)")
     weight_decay: float = _f(0.1, "decoupled weight decay (not on biases and LayerNorm weights)")

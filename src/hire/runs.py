@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-import torch
 import yaml
 
 from hire.config import ConfigError, RunConfig
@@ -281,6 +280,8 @@ def cpu_has_fast_bf16() -> bool:
 
 def resolve_mixed_precision(choice: str) -> str:
     """``auto`` -> bf16 on GPUs and CPUs with fast bf16, fp16 on older GPUs, else no."""
+    import torch
+
     if choice != "auto":
         return choice
     if torch.cuda.is_available():
@@ -292,6 +293,7 @@ def machine() -> dict[str, Any]:
     """What a result was measured on: processor, cores, accelerator, library versions."""
     import platform
 
+    import torch
     import transformers
 
     cpu = platform.processor() or platform.machine()

@@ -13,7 +13,6 @@ else their training time), else from a default.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import statistics
 from collections.abc import Callable, Sequence
@@ -30,25 +29,11 @@ from hire.experiments.spec import Cell, canonical, check_option, config_differen
 STATES = ("done", "running", "started", "left", "changed")
 
 
-def _folder_in_use_local(path: Path) -> bool:
-    """Whether a process holds ``<path>/.lock`` (non-blocking ``flock``; never creates the file)."""
-    lock = Path(path) / ".lock"
-    if not lock.is_file():
-        return False
-    with lock.open("rb") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(f, fcntl.LOCK_UN)
-    return False
-
-
 def folder_in_use(path: Path) -> bool:
-    """:func:`hire.runs.folder_in_use` where the library has it, else the same check done here."""
-    from hire import runs
+    """Whether a run is training in ``path`` right now (:func:`hire.runs.folder_in_use`)."""
+    from hire.runs import folder_in_use as in_use
 
-    return getattr(runs, "folder_in_use", _folder_in_use_local)(Path(path))
+    return in_use(Path(path))
 
 
 @dataclass(frozen=True)
