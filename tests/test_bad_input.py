@@ -211,6 +211,13 @@ CASES: list[tuple[str, list[str], str]] = [
     ("predict-batch-size-0", [*PREDICT, "--batch_size", "0"], "--batch_size: must be >= 1"),
     ("predict-max-length-too-long", [*PREDICT, "--max_length", "500"], "--max_length: must be <= 160"),
     ("predict-unknown-option", [*PREDICT, "--ouput", "x.jsonl"], "did you mean '--output'"),
+    # -- hire export
+    ("export-missing-model", ["export", "--model", "{tmp}/nope", "--output_dir", "{tmp}/copy"],
+     "--model {tmp}/nope: no such folder"),
+    ("export-output-not-empty", ["export", "--model", "{single}", "--output_dir", "{tmp}/done"],
+     "--output_dir {tmp}/done: not empty"),
+    ("export-output-is-a-file", ["export", "--model", "{single}", "--output_dir", "{tmp}/notes.txt"],
+     "--output_dir {tmp}/notes.txt: a file"),
     # -- hire report
     ("report-markdown-is-a-folder", ["report", "{tmp}/done", "--markdown", "{tmp}/folder"], "--markdown"),
     ("report-missing-run", ["report", "{tmp}/nope"], "{tmp}/nope: no such run folder"),
@@ -275,12 +282,12 @@ def test_interrupt_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch, cap
 ])
 def test_os_errors_are_one_line_naming_the_path(error: OSError, line: str, monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture) -> None:
-    from hire import cli, evaluate_cli
+    from hire import cli, commands
 
     def failing(args: object) -> int:
         raise error
 
-    monkeypatch.setattr(evaluate_cli, "_cmd_predict", failing)
+    monkeypatch.setattr(commands, "_cmd_predict", failing)
     monkeypatch.delenv("HIRE_DEBUG", raising=False)
     assert cli.main(["predict", "--model", "m", "--input", "i.csv"]) == 2
     assert capsys.readouterr().err.splitlines() == [f"hire predict: error: {line}"]
@@ -332,7 +339,7 @@ def test_cheap_checks_need_no_torch(tmp_path: Path) -> None:
 def test_trained_text_columns_come_from_the_run_folder(shared: dict[str, Path], tmp_path: Path) -> None:
     """Read from the run's config.yaml beside best/; a model copied out of its run folder cannot tell (until
     training records its columns in config.json), and predict then takes --text_columns as given."""
-    from hire.evaluate_cli import saved_model_config, trained_text_columns
+    from hire.saved_model import saved_model_config, trained_text_columns
 
     copy = shutil.copytree(shared["pair"], tmp_path / "copy")
     assert trained_text_columns(str(copy), saved_model_config(str(copy))) is None

@@ -14,9 +14,10 @@ import pytest
 import yaml
 from safetensors.torch import load_file
 from sklearn.metrics import accuracy_score, f1_score
-from tiny import save_tiny_encoder
+from tiny import HIDE_HIRE, save_tiny_encoder
 
 from hire.data import default_glue_dir, read_glue_split
+from hire.data.glue import task_text_columns
 
 GLUE = default_glue_dir()
 pytestmark = pytest.mark.skipif(not (GLUE / "MRPC").is_dir(), reason=f"no GLUE data at {GLUE}")
@@ -78,6 +79,41 @@ def test_train_writes_every_output(finished_run: Path, encoder: Path) -> None:
     assert zipfile.ZipFile(out / "submission" / "glue_submission.zip").namelist() == ["MRPC.tsv"]
     assert list((out / "tensorboard").rglob("events.out.tfevents*"))
     assert (out / "best" / "model.safetensors").is_file() and not (out / "checkpoint").exists()
+    # The best model's card: its dev scores (those of metrics.json), mean layer weights and the recipe.
+    card = (out / "best" / "README.md").read_text()
+    assert "fine-tuned on MRPC" in card and f"| dev | accuracy | {dev['accuracy']:.4f} |" in card
+    assert "Mean layer weights" in card and '"max_steps": 6' in card
+
+
+def test_transformers_and_an_exported_copy_predict_as_hire_predict(finished_run: Path, tmp_path: Path) -> None:
+    """``pipeline("text-classification")`` on the run's best/ (hire installed) and on a copy made by ``hire
+    export`` (in a Python that cannot import hire) give the probabilities ``hire predict`` writes."""
+    first, second = task_text_columns("MRPC")  # the columns the model was trained on, as the TSV names them
+    pairs = [{first: e.text_a, second: e.text_b} for e in read_glue_split("MRPC", "dev")[:6]]
+    (tmp_path / "pairs.jsonl").write_text("".join(json.dumps(p) + "\n" for p in pairs))
+    best = finished_run / "best"
+    predicted = hire("predict", "--model", str(best), "--input", str(tmp_path / "pairs.jsonl"),
+                     "--output", str(tmp_path / "p.jsonl"), "--mixed_precision", "no")
+    assert predicted.returncode == 0, predicted.stderr[-3000:]
+    expected = [json.loads(line)["probabilities"] for line in (tmp_path / "p.jsonl").read_text().splitlines()]
+    exported = hire("export", "--model", str(best), "--output_dir", str(tmp_path / "shared"))
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    assert "fine-tuned on MRPC" in (tmp_path / "shared" / "README.md").read_text()  # the run's card, kept
+    inputs = [{"text": p[first], "text_pair": p[second]} for p in pairs]
+    code = """
+import json, sys
+from transformers import pipeline
+classify = pipeline("text-classification", model=sys.argv[1], trust_remote_code=True)
+print(json.dumps([{r["label"]: r["score"] for r in row} for row in classify(json.loads(sys.argv[2]), top_k=None)]))
+"""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules")}
+    for folder, prelude in ((best, "import hire\n"), (tmp_path / "shared", HIDE_HIRE)):
+        result = subprocess.run([sys.executable, "-c", prelude + code, str(folder), json.dumps(inputs)],
+                                capture_output=True, text=True, env=env, timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
+        scores = json.loads(result.stdout.strip().splitlines()[-1])
+        for got, want in zip(scores, expected, strict=True):
+            assert got == pytest.approx(want, abs=1e-5), folder
 
 
 def test_saved_model_reevaluates_to_the_same_score(finished_run: Path, tmp_path: Path) -> None:

@@ -231,3 +231,82 @@ def test_invalid_option_values_raise(name, options, make_config):
 def test_label_names_must_match_num_labels(make_config):
     with pytest.raises(ValueError):
         build_model(make_config("bert"), head="last-layer", num_labels=3, label_names=["a", "b"])
+
+
+@pytest.mark.parametrize(("name", "option"), [
+    ("hire-mean-all", "k"), ("hire-random-all", "k"), ("hire", "k"),  # k picks the first or last k states
+    ("hire-no-fusion", "fusion_layers"), ("hire-no-fusion", "fusion_hidden"),  # no fusion network
+    ("hire-mean-last", "extractor_hidden"), ("hire-random-last", "extractor_layers"),  # fixed scores: no extractor
+    ("hire-mean-first", "extractor_stride"), ("hire-no-extractor", "extractor_hidden"),
+    ("hire", "seed"), ("hire-mean-last", "seed"), ("hire-no-fusion", "seed"), ("hire-lite", "seed"),  # not random
+    ("hire", "weighting"), ("hire-no-extractor", "fusion"),  # variants are heads of their own
+])
+def test_options_that_do_not_apply_are_errors(name, option, make_config):
+    from hire.checks import check_head
+    from hire.config import ConfigError
+
+    assert option not in head_options(name)
+    with pytest.raises(ValueError, match=f"has no option '{option}'; its options are: ") as err:
+        build_model(make_config("bert"), head=name, head_options={option: 1})
+    assert all(valid in str(err.value) for valid in head_options(name))
+    with pytest.raises(ConfigError, match=f"head '{name}' has no option '{option}'"):
+        check_head(name, {option: 1})
+
+
+def test_each_option_where_it_applies(capsys):
+    """seed only where scores are random (training then draws them from the run's seed), k only where some
+    states are chosen; ``hire heads`` lists exactly the options each head takes."""
+    from hire import cli
+    from hire.heads import head_option_types
+
+    assert [n for n in HEADS if "seed" in head_options(n)] == ["hire-random-all", "hire-random-last"]
+    assert [n for n in HEADS if "k" in head_options(n)] == ["concat-last-4", "hire-mean-first", "hire-mean-last",
+                                                            "hire-random-last"]
+    assert head_options("hire-no-extractor") == ["fusion_layers", "fusion_hidden", "dropout"]
+    assert head_option_types("hire-random-last") == {"k": int | None, "seed": int, "fusion_layers": int,
+                                                     "fusion_hidden": int | None, "dropout": float}
+    assert cli.main(["heads"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    listed = {lines[i].split()[0]: lines[i + 1].split("options: ")[1].split(", ")
+              for i in range(len(lines) - 1) if "options: " in lines[i + 1]}
+    assert listed == {name: head_options(name) for name in HEADS if head_options(name)}
+
+
+def test_hire_without_extractor_and_fusion_is_refused():
+    """c would be R[:, 0] (width d) from a head that said 4d: refused, naming the head that is that."""
+    from hire.heads import HIRE
+
+    with pytest.raises(ValueError, match="'last-layer'"):
+        HIRE(32, 4, extractor=False, fusion=False)
+
+
+def test_random_scores_are_drawn_from_the_run_seed(tmp_path) -> None:
+    """Table 5: five seeds of `hire-random-*` are five draws, not one (the run's seed reaches the head)."""
+    from types import SimpleNamespace
+
+    from tiny import save_tiny_encoder
+
+    from hire.config import DataConfig, ModelArgs, RunConfig, TrainConfig
+    from hire.training import build_for_task
+
+    encoder = save_tiny_encoder(tmp_path / "encoder", ["a fine film"])
+    task = SimpleNamespace(num_labels=2, label_names=["a", "b"])
+    scores = []
+    for seed in (1, 2, 1):
+        cfg = RunConfig(data=DataConfig(task="custom"), model=ModelArgs(encoder=str(encoder),
+                        head="hire-random-all"), train=TrainConfig(seed=seed))
+        model, _ = build_for_task(cfg, task)
+        scores.append(model.head.fixed_scores.clone())
+    assert not torch.equal(scores[0], scores[1]) and torch.equal(scores[0], scores[2])
+    assert abs(float(scores[0].sum()) - 1) < 1e-6
+
+
+def test_a_left_padded_batch_is_refused(make_model, make_batch):
+    """The Bi-GRUs run over each sequence's first `length` positions and the heads read the first token:
+    a left-padded mask would silently give wrong importance scores, so it is an error."""
+    model = make_model("hire")
+    ids, mask = make_batch()
+    assert model(ids, mask).logits.shape[0] == len(mask)  # right padding: fine
+    left_ids, left_mask = ids.flip(1), mask.flip(1)  # the same examples, padded on the left
+    with pytest.raises(ValueError, match="right-padded"):
+        model(left_ids, left_mask)

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any
 
 from hire.config import HEAD_OPTION_RANGES, ConfigError, describe_type, type_ok
 
@@ -88,7 +88,8 @@ _HUB_NAME = re.compile(r"\w[\w.-]*(/\w[\w.-]*)?")
 
 
 def check_encoder(name: str, option: str) -> None:
-    """A local model folder, the default encoder's short name, or a hub name (already cached when offline)."""
+    """A local model folder, a short name (the default encoder's, or one installed by ``hire install-encoder``),
+    or a hub name (already cached when offline)."""
     path = Path(name).expanduser()
     if path.exists():
         if not (path / "config.json").is_file():
@@ -99,8 +100,14 @@ def check_encoder(name: str, option: str) -> None:
     from huggingface_hub import constants, try_to_load_from_cache
 
     from hire.encoder import DEFAULT_ENCODER
+    from hire.encoders_offline import installed_encoder
 
-    if name in (DEFAULT_ENCODER, f"sentence-transformers/{DEFAULT_ENCODER}") or not constants.HF_HUB_OFFLINE:
+    try:
+        installed = installed_encoder(name)  # all-mpnet-base-v2 not installed: the command that installs it
+    except ValueError as err:
+        raise ConfigError(f"{option}: {err}") from None
+    if (installed is not None or name in (DEFAULT_ENCODER, f"sentence-transformers/{DEFAULT_ENCODER}")
+            or not constants.HF_HUB_OFFLINE):
         return  # resolved by hire.encoder.resolve_encoder, or downloaded
     if not isinstance(try_to_load_from_cache(name, "config.json"), str):
         raise ConfigError(f"{option} {name}: no such folder, and not a known name or a model in the Hugging "
@@ -109,23 +116,18 @@ def check_encoder(name: str, option: str) -> None:
 
 def check_head(head: str, options: dict[str, Any]) -> None:
     """The head exists, and takes each of ``options`` with a value of its type and range."""
-    from hire.heads import base, head_options
+    from hire.heads import head_option_types
 
     try:
-        valid = head_options(head)
+        types_by_name = head_option_types(head)
     except ValueError as err:
         raise ConfigError(f"--model.head: {err}") from None
-    unknown = sorted(set(options) - set(valid))
+    unknown = sorted(set(options) - set(types_by_name))
     if unknown:
         raise ConfigError(f"--model.head_options: head {head!r} has no option {', '.join(map(repr, unknown))}; "
-                          f"its options are: {', '.join(valid) or '(none)'}")
-    factory = base._lookup(head)[0]  # its annotations type the options
-    try:
-        types_by_name = get_type_hints(factory.__init__ if isinstance(factory, type) else factory)
-    except (NameError, TypeError):
-        types_by_name = {}
+                          f"its options are: {', '.join(types_by_name) or '(none)'}")
     for key, value in options.items():
-        tp = types_by_name.get(key, Any)
+        tp = types_by_name[key]
         if not type_ok(value, tp):
             raise ConfigError(f"--model.head_options: {key} must be {describe_type(tp)}, not {value!r}")
         rule = HEAD_OPTION_RANGES.get(key)

@@ -1,4 +1,6 @@
-"""The ``hire`` command: ``train``, ``evaluate``, ``predict``, ``heads`` and ``report``.
+"""The ``hire`` command: ``train``, ``evaluate``, ``predict``, ``export``, ``heads`` and ``report``.
+
+``train`` is here; the commands on saved models and run folders are in :mod:`hire.commands`.
 
 ``hire train`` takes its options from the typed configuration in :mod:`hire.config` (``--train.lr``,
 ``--model.head`` ...), optionally on top of a YAML file (``--config configs/rte-minilm.yaml``).
@@ -152,8 +154,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> _Parser:
-    from hire import evaluate_cli
+    from hire import commands, encoders_offline
     from hire.experiments import cli as experiment_cli
+    from hire.layers import cli as layers_cli
     from hire.probing import cli as probe_cli
 
     parser = _Parser(prog="hire", description=__doc__.split("\n\n")[0],
@@ -166,9 +169,11 @@ def build_parser() -> _Parser:
                        "command-line options override it")
     add_config_options(train)
     train.set_defaults(func=_cmd_train)
-    evaluate_cli.add_commands(sub)
+    commands.add_commands(sub)
     experiment_cli.add_commands(sub)
     probe_cli.add_commands(sub)
+    layers_cli.add_commands(sub)
+    encoders_offline.add_commands(sub)
     parser.commands = sub.choices  # unknown options are reported by the command's own parser
     return parser
 

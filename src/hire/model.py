@@ -1,52 +1,97 @@
-"""Encoder + head + output layer (eq. 8-9) + loss (eq. 10-11), for classification and regression.
+"""Encoder + head + output layer (eq. 8-9) + loss (eq. 10-11): a ``transformers`` model of type ``"hire"``.
 
-``build_model("all-MiniLM-L6-v2", head="hire", num_labels=2)`` makes one; ``model.save_pretrained(dir)``
-writes ``config.json`` and ``model.safetensors`` (and the tokenizer, when given), and
-``HireModel.from_pretrained(dir)`` restores a model with identical outputs, head and settings.
+``build_model("all-MiniLM-L6-v2", head="hire", num_labels=2)`` makes one. :class:`HireConfig` and
+:class:`HireModel` are a ``PretrainedConfig`` and a ``PreTrainedModel``, registered with ``AutoConfig`` and
+``AutoModelForSequenceClassification``, so a saved folder (``model.save_pretrained(dir, tokenizer)``: config,
+weights, tokenizer, model card) loads with ``HireModel.from_pretrained(dir)``, with
+``AutoModelForSequenceClassification.from_pretrained(dir)`` and with ``pipeline("text-classification", dir)``,
+all giving identical outputs. Saved ``with_code=True``, the folder also carries this modelling code (see
+:mod:`hire.sharing`) and loads with ``trust_remote_code=True`` where hire is not installed.
+
+This module, :mod:`hire.encoder`, :mod:`hire.heads`, :mod:`hire.recurrent` and :mod:`hire.sharing` are that code:
+they import nothing else from hire.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_model, save_model
 from torch import Tensor, nn
-from transformers import AutoTokenizer, PretrainedConfig, PreTrainedTokenizerBase
+from transformers import (
+    AutoConfig,
+    AutoModelForSequenceClassification,
+    AutoTokenizer,
+    PretrainedConfig,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
+from transformers.modeling_outputs import SequenceClassifierOutput
 
 from hire.encoder import Encoder, resolve_encoder
-from hire.heads import build_head
+from hire.heads import build_head, head_options
+from hire.sharing import ModelCard, export_code, write_model_card
 
-CONFIG_NAME, WEIGHTS_NAME = "config.json", "model.safetensors"
+CONFIG_NAME = "config.json"
 
 
-@dataclass
-class ModelConfig:
-    """Everything needed to rebuild a model; saved as ``config.json``."""
+class HireConfig(PretrainedConfig):
+    """Everything needed to rebuild a model; saved as ``config.json``.
 
-    encoder: str  # the hub name or path the encoder came from (for the record)
-    head: str = "hire"
-    head_options: dict[str, Any] = field(default_factory=dict)
-    num_labels: int = 2  # 1 for regression
-    label_names: list[str] | None = None  # class names as spelled in the data, in logit order
-    classifier_dropout: float = 0.1
-    encoder_config: dict[str, Any] = field(default_factory=dict)
-    text_columns: list[str] | None = None  # what the model was trained on: one text column, or a pair
+    Beside ``transformers``' own fields (``id2label``/``label2id``, ``problem_type``: ``"regression"`` when
+    there is one label, else ``"single_label_classification"``), it records the encoder's configuration (a
+    dict), the head and its options, the class names in logit order (``label_names``, as spelled in the data;
+    None for regression) and the text columns the model was trained on.
+    """
+
+    model_type = "hire"
+
+    def __init__(self, encoder: str = "", head: str = "hire", head_options: dict[str, Any] | None = None,
+                 label_names: list[str] | None = None, classifier_dropout: float = 0.1,
+                 encoder_config: dict[str, Any] | None = None, text_columns: list[str] | None = None,
+                 **kwargs: Any):
+        self.encoder = encoder  # the hub name or path the encoder came from (for the record)
+        self.head = head
+        self.head_options = dict(head_options or {})
+        self.classifier_dropout = classifier_dropout
+        self.encoder_config = dict(encoder_config or {})
+        self.text_columns = list(text_columns) if text_columns else None  # one text column, or a pair
+        super().__init__(**kwargs)  # num_labels, id2label, label2id, problem_type, ...
+        if label_names is not None:
+            self.set_labels(len(label_names), label_names)
+        else:
+            self.label_names = None
+            if self.problem_type is None:
+                self.problem_type = "regression" if self.num_labels == 1 else "single_label_classification"
 
     @property
     def regression(self) -> bool:
         return self.num_labels == 1
 
+    def set_labels(self, num_labels: int, label_names: list[str] | None = None) -> None:
+        """The label set: ``num_labels`` outputs (1 = regression), named ``label_names`` in logit order."""
+        if label_names is not None and len(label_names) != num_labels:
+            raise ValueError(f"{len(label_names)} label names for {num_labels} labels")
+        self.label_names = list(label_names) if label_names is not None else None
+        names = self.label_names or [f"LABEL_{i}" for i in range(num_labels)]
+        self.id2label = dict(enumerate(names))
+        self.label2id = {name: i for i, name in self.id2label.items()}
+        self.problem_type = "regression" if num_labels == 1 else "single_label_classification"
+
+
+ModelConfig = HireConfig  # its name before hire models were transformers models
+
 
 @dataclass
-class ModelOutput:
-    logits: Tensor  # (B, m); (B,) for regression
-    loss: Tensor | None = None
-    layer_weights: Tensor | None = None  # (B, l + 1), for heads that weight hidden states
+class ModelOutput(SequenceClassifierOutput):
+    """``transformers``' classifier output (``loss``, ``logits``: (B, m), or (B,) for regression), plus
+    ``layer_weights`` (B, l + 1) for heads that weight hidden states."""
+
+    layer_weights: Tensor | None = None
 
 
 class OutputLayer(nn.Module):
@@ -62,55 +107,109 @@ class OutputLayer(nn.Module):
         return self.out(self.dropout(torch.tanh(self.dense(self.dropout(c)))))  # (B, m)
 
 
-class HireModel(nn.Module):
-    def __init__(self, config: ModelConfig, encoder: Encoder):
-        super().__init__()
-        self.config = config
-        self.encoder = encoder
-        config.encoder_config = encoder.config.to_dict()
-        d = encoder.hidden_size
-        self.head = build_head(config.head, d, encoder.num_hidden_states, config.head_options)
-        self.output = OutputLayer(self.head.output_dim, d, config.num_labels, config.classifier_dropout)
+class HireModel(PreTrainedModel):
+    """An encoder, a head over its ``l + 1`` hidden states, and the output layer; weights are named
+    ``encoder.model.*``, ``head.*`` and ``output.*``."""
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor, token_type_ids: Tensor | None = None,
+    config_class = HireConfig
+    config: HireConfig
+
+    def __init__(self, config: HireConfig, encoder: Encoder | None = None):
+        super().__init__(config)
+        self.encoder = Encoder.from_config(config.encoder_config) if encoder is None else encoder
+        config.encoder_config = self.encoder.config.to_dict()
+        d = self.encoder.hidden_size
+        self.head = build_head(config.head, d, self.encoder.num_hidden_states, config.head_options)
+        self.output = OutputLayer(self.head.output_dim, d, config.num_labels, config.classifier_dropout)
+        self.post_init()
+
+    def init_weights(self) -> None:
+        """Nothing to draw at construction: the encoder arrives initialised (pre-trained, or by its own class)
+        and the head and output layer drew PyTorch's defaults when built, so a seed gives the same model as it
+        always did. :meth:`_init_weights` serves only the weights a checkpoint lacks."""
+
+    def _init_weights(self, module: nn.Module) -> None:
+        """PyTorch's default initialisation (the one the head and output layer are built with) for a module
+        whose weights a checkpoint lacks, e.g. a new label set loaded with ``ignore_mismatched_sizes``."""
+        reset = getattr(module, "reset_parameters", None)
+        if callable(reset):
+            reset()
+
+    def get_input_embeddings(self) -> nn.Module:
+        return self.encoder.model.get_input_embeddings()
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, token_type_ids: Tensor | None = None,
                 labels: Tensor | None = None) -> ModelOutput:
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
         check_right_padded(attention_mask)
         enc = self.encoder(input_ids, attention_mask, token_type_ids)
         head = self.head(enc.hidden_states, enc.mask)
-        q = self.output(head.representation).float()  # eq. 8: (B, m)
+        q = self.output(head.representation)  # eq. 8: (B, m)
+        q = q.to(torch.promote_types(q.dtype, torch.float32))  # the softmax and loss in float32 at least
         if self.config.regression:
             q = q.squeeze(-1)  # (B,): q itself is the prediction
         loss = None
         if labels is not None:  # eq. 10 (cross-entropy of eq. 9's softmax) or eq. 11 (squared error)
-            loss = F.mse_loss(q, labels.float()) if self.config.regression else F.cross_entropy(q, labels)
-        return ModelOutput(logits=q, loss=loss, layer_weights=head.layer_weights)
+            loss = F.mse_loss(q, labels.to(q.dtype)) if self.config.regression else F.cross_entropy(q, labels)
+        return ModelOutput(loss=loss, logits=q, layer_weights=head.layer_weights)
 
-    def save_pretrained(self, directory: str | Path,
-                        tokenizer: PreTrainedTokenizerBase | None = None) -> None:
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        (directory / CONFIG_NAME).write_text(json.dumps(asdict(self.config), indent=2) + "\n")
-        save_model(self, str(directory / WEIGHTS_NAME))
+    def save_pretrained(self, save_directory: str | Path, tokenizer: PreTrainedTokenizerBase | None = None, *,
+                        with_code: bool = False, card: ModelCard | None = None, **kwargs: Any) -> None:
+        """Write ``config.json``, ``model.safetensors``, the tokenizer (when given) and a model card
+        (``README.md``: the model, and what ``card`` says of its training). ``with_code``: also this modelling
+        code, so that the folder loads where hire is not installed (``trust_remote_code=True``).
+        ``kwargs`` go to ``transformers``' ``save_pretrained``."""
+        directory = Path(save_directory)
+        super().save_pretrained(directory, **kwargs)
+        if not kwargs.get("is_main_process", True):
+            return
         if tokenizer is not None:
             tokenizer.save_pretrained(directory)
+        copied = self._auto_class is not None  # a copy loaded with trust_remote_code: transformers saved its code
+        write_model_card(directory, self.config, card or ModelCard(), with_code=with_code or copied)
+        if with_code:
+            export_code(directory)
 
     @classmethod
-    def from_pretrained(cls, directory: str | Path, num_labels: int | None = None,
-                        label_names: list[str] | None = None, map_location: str = "cpu") -> HireModel:
-        """Load a saved model. Asking for another label set gives it a new, freshly initialised
-        final projection (W2, b2), as when fine-tuning RTE from an MNLI model."""
+    def from_pretrained(cls, pretrained_model_name_or_path: str | Path, num_labels: int | None = None,
+                        label_names: list[str] | None = None, map_location: str = "cpu", *model_args: Any,
+                        **kwargs: Any) -> HireModel:
+        """Load a saved model (in eval mode). Asking for another label set gives it a new, freshly initialised
+        final projection (W2, b2), as when fine-tuning RTE from an MNLI model. A folder saved before hire
+        models were ``transformers`` models loads too. ``kwargs`` go to ``transformers``' ``from_pretrained``."""
         if num_labels is not None and label_names is not None and len(label_names) != num_labels:
             raise ValueError(f"{len(label_names)} label names for {num_labels} labels")
-        config = load_config(directory)
-        model = cls(config, Encoder.from_config(config.encoder_config))
-        load_model(model, str(Path(directory) / WEIGHTS_NAME), device=map_location)
-        new_labels = (num_labels is not None and num_labels != config.num_labels) or (
-            label_names is not None and label_names != config.label_names)
-        if new_labels:
-            config.num_labels = num_labels or len(label_names or [])
-            config.label_names = label_names
-            model.output.out = nn.Linear(model.output.dense.out_features, config.num_labels)
+        if "config" not in kwargs and Path(pretrained_model_name_or_path).is_dir():
+            kwargs["config"] = load_config(pretrained_model_name_or_path)  # also converts an older folder
+        if map_location != "cpu":
+            kwargs.setdefault("device_map", map_location)
+        model = super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
+        _own_memory(model)
+        config = model.config
+        if (num_labels is not None and num_labels != config.num_labels) or (
+                label_names is not None and label_names != config.label_names):
+            config.set_labels(num_labels or len(label_names or []), label_names)
+            dense = model.output.dense
+            model.output.out = nn.Linear(dense.out_features, config.num_labels, device=dense.weight.device,
+                                         dtype=dense.weight.dtype)
         return model
+
+
+@torch.no_grad()
+def _own_memory(model: nn.Module) -> None:
+    """Give every parameter and buffer memory of its own, as when the model was built and saved.
+
+    ``transformers`` may load them as views into one buffer, at offsets whose alignment changes the last bits of
+    some matrix products (a one-label output layer on CPU, for one); in memory of their own, aligned as PyTorch
+    allocates it, a loaded model computes exactly what the saved one did.
+    """
+    for param in model.parameters():
+        param.data = param.data.clone()
+    for module in model.modules():
+        for name, buffer in module._buffers.items():
+            if buffer is not None:
+                module._buffers[name] = buffer.clone()
 
 
 def check_right_padded(attention_mask: Tensor) -> None:
@@ -122,14 +221,44 @@ def check_right_padded(attention_mask: Tensor) -> None:
                          "(tokenizer.padding_side = 'right')")
 
 
-def load_config(directory: str | Path) -> ModelConfig:
+# config.json as hire wrote it before its models were transformers models (no model_type)
+_FIRST_FORMAT = {"encoder", "head", "head_options", "num_labels", "label_names", "classifier_dropout",
+                 "encoder_config", "text_columns"}
+_VARIANT_OPTIONS = {"weighting", "layers", "extractor", "fusion"}  # they chose a variant, now a head of its own
+
+
+def load_config(directory: str | Path) -> HireConfig:
+    """The configuration of a saved model folder, converting one saved in the first format."""
     path = Path(directory) / CONFIG_NAME
     if not path.is_file():
         raise ValueError(f"{directory}: not a saved hire model (no {CONFIG_NAME})")
     try:
-        return ModelConfig(**json.loads(path.read_text()))
-    except (json.JSONDecodeError, TypeError) as err:
+        values = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ValueError(f"{path}: not a hire model configuration ({err})") from err
+    if not isinstance(values, dict):
+        raise ValueError(f"{path}: not a hire model configuration (not a JSON object)")
+    if "model_type" in values:
+        if values["model_type"] != HireConfig.model_type:
+            raise ValueError(f"{path}: a {values['model_type']!r} model, not a saved hire model")
+        return HireConfig.from_dict(values)
+    if "encoder" not in values or not set(values) <= _FIRST_FORMAT:
+        unknown = ", ".join(sorted(set(values) - _FIRST_FORMAT)) or "no encoder"
+        raise ValueError(f"{path}: not a hire model configuration ({unknown})")
+    return _from_first_format(path, values)
+
+
+def _from_first_format(path: Path, values: dict[str, Any]) -> HireConfig:
+    """The first format accepted, for every HIRE head, options that did not apply (training added ``seed`` to
+    all of them); those changed nothing and are dropped. A variant chosen by option is refused."""
+    head, options = values.get("head", "hire"), dict(values.get("head_options") or {})
+    valid = head_options(head)
+    variant = sorted(_VARIANT_OPTIONS & (set(options) - set(valid)))
+    if variant:
+        raise ValueError(f"{path}: head {head!r} with option {', '.join(variant)}, a variant that is now a head "
+                         f"of its own (`hire heads` lists them); this folder cannot be loaded as saved")
+    values["head_options"] = {k: v for k, v in options.items() if k in valid}
+    return HireConfig(**values)
 
 
 def build_model(encoder: str | PretrainedConfig, head: str = "hire", num_labels: int = 2,
@@ -144,14 +273,18 @@ def build_model(encoder: str | PretrainedConfig, head: str = "hire", num_labels:
         enc, name = Encoder.from_pretrained(encoder), encoder
     if label_names is not None and len(label_names) != num_labels:
         raise ValueError(f"{len(label_names)} label names for {num_labels} labels")
-    config = ModelConfig(encoder=name, head=head, head_options=dict(head_options or {}),
-                         num_labels=num_labels, label_names=label_names,
-                         classifier_dropout=classifier_dropout)
+    config = HireConfig(encoder=name, head=head, head_options=dict(head_options or {}), label_names=label_names,
+                        classifier_dropout=classifier_dropout, num_labels=num_labels)
     return HireModel(config, enc)
 
 
-def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
-    """The encoder's tokenizer, padding on the right (the heads assume right padding)."""
-    tokenizer = AutoTokenizer.from_pretrained(resolve_encoder(name_or_path))
+def load_tokenizer(name_or_path: str | Path) -> PreTrainedTokenizerBase:
+    """The tokenizer of an encoder or of a saved model, padding on the right (the heads assume right padding)."""
+    tokenizer = AutoTokenizer.from_pretrained(resolve_encoder(str(name_or_path)))
     tokenizer.padding_side = "right"
     return tokenizer
+
+
+if __package__ == "hire":  # the installed library; a saved folder's copy is found through its auto_map instead
+    AutoConfig.register(HireConfig.model_type, HireConfig, exist_ok=True)
+    AutoModelForSequenceClassification.register(HireConfig, HireModel, exist_ok=True)

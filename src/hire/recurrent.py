@@ -197,11 +197,6 @@ class BiGRU(nn.Module):
         gi = torch.baddbmm(bias.unsqueeze(1), x2.reshape(D, T * N, F_in), w_ih.transpose(1, 2))
         return gru_recurrence(gi.view(D, T, N, 3 * h), w_hh, b_hh[:, 2 * h :], last)
 
-    @staticmethod
-    def use_cudnn(x: Tensor) -> bool:
-        """On CUDA, cuDNN runs each direction (the same numbers; faster there than a step loop)."""
-        return x.is_cuda
-
     def _run_cudnn(self, x: Tensor, layer: int, reverse: bool) -> Tensor:
         """One direction with cuDNN: x (T, N, F) already in its time order -> (T, N, h)."""
         params = list(self._params(layer, reverse))
@@ -219,12 +214,20 @@ class BiGRU(nn.Module):
     def _run_layer(self, layer_in: Tensor, layer: int, index: Tensor, last: Tensor,
                    directions: tuple[bool, ...]) -> tuple[Tensor, Tensor]:
         """(T, N, F) -> outputs (D, T, N, h) of the chosen directions (backward still reversed) and their
-        final states (D, N, h)."""
-        if self.use_cudnn(layer_in):
-            out = torch.stack([self._run_cudnn(layer_in.gather(0, index.unsqueeze(-1).expand_as(layer_in))
-                                               if rev else layer_in, layer, rev) for rev in directions])
-            return out, out[:, last, torch.arange(len(last), device=last.device)]
+        final states (D, N, h). On CUDA, cuDNN runs each direction (the same numbers; faster there than a
+        step loop); elsewhere the batched step loop runs both directions together."""
+        run = self._run_layer_cudnn if layer_in.is_cuda else self._run_layer_loop
+        return run(layer_in, layer, index, last, directions)
+
+    def _run_layer_loop(self, layer_in: Tensor, layer: int, index: Tensor, last: Tensor,
+                        directions: tuple[bool, ...]) -> tuple[Tensor, Tensor]:
         return self._run(self._directions(layer_in, index, directions), layer, directions, last)
+
+    def _run_layer_cudnn(self, layer_in: Tensor, layer: int, index: Tensor, last: Tensor,
+                         directions: tuple[bool, ...]) -> tuple[Tensor, Tensor]:
+        out = torch.stack([self._run_cudnn(layer_in.gather(0, index.unsqueeze(-1).expand_as(layer_in))
+                                           if rev else layer_in, layer, rev) for rev in directions])
+        return out, out[:, last, torch.arange(len(last), device=last.device)]
 
     def forward(self, x: Tensor, lengths: Tensor, first_token_only: bool = False, need_outputs: bool = True,
                 ) -> tuple[Tensor | None, Tensor]:

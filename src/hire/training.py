@@ -27,7 +27,7 @@ from hire.config import ConfigError, RunConfig, check_max_length
 from hire.data.batching import Collator, LengthGroupedBatches, encode
 from hire.data.glue import task_text_columns
 from hire.data.tasks import TaskData, load_task
-from hire.evaluation import eval_loader, predict, score, write_predictions, write_submission, zip_submission
+from hire.evaluation import eval_loader, predict, predict_task, score
 from hire.heads import head_options
 from hire.model import HireModel, build_model, load_tokenizer
 from hire.runs import (
@@ -46,6 +46,7 @@ from hire.runs import (
     resolve_mixed_precision,
     write_atomic,
 )
+from hire.sharing import ModelCard, write_model_card
 
 
 def build_for_task(cfg: RunConfig, task: TaskData) -> tuple[HireModel, Any]:
@@ -318,7 +319,8 @@ class Trainer:
         return final
 
     def finish(self) -> dict[str, Any]:
-        """Reload the best model; write dev predictions (with layer weights), test submissions, metrics.
+        """Reload the best model; write dev predictions (with layer weights), test submissions, metrics, and the
+        best model's card (its dev metrics, mean layer weights and this run's recipe).
 
         ``metrics.json`` and then ``state.json`` (finished) are written last: a kill before them leaves an
         unfinished run, which the same command finishes from its last checkpoint.
@@ -332,24 +334,15 @@ class Trainer:
                                  "steps": self.state.step, "train_seconds": round(self.state.train_seconds, 1),
                                  "mixed_precision": acc.mixed_precision, "processes": acc.num_processes,
                                  "machine": machine(), "dev": {}}
-        for split, loader in self.dev_loaders.items():
-            preds = predict(best, loader, acc, desc=f"predict {split}")
-            final["dev"][split] = score(self.task.metrics, preds, self.dev_splits[split], self.task.regression)
-            if acc.is_main_process:
-                write_predictions(out / "predictions" / f"{split}.jsonl", self.task.dev[split], preds,
-                                  self.task.label_names)
+        predicted = predict_task(best, self.task, [*self.task.dev, *self.task.test], self.tokenizer, acc,
+                                 max_length=self.cfg.data.max_length, batch_size=self.cfg.train.batch_size,
+                                 predictions_dir=out / "predictions", submission_dir=out / "submission",
+                                 encoded=self.dev_splits)
+        final["dev"] = {split: predicted.results[split] for split in self.task.dev}
         final["score"] = sum(r["score"] for r in final["dev"].values()) / len(final["dev"])
-        for split, examples in self.task.test.items():
-            encoded = encode(examples, self.tokenizer, self.cfg.data.max_length, None, labelled=False)
-            preds = predict(best, acc.prepare(eval_loader(encoded, self.cfg.train.batch_size,
-                                                          self.tokenizer.pad_token_id)), acc, desc=f"predict {split}")
-            if acc.is_main_process:
-                write_predictions(out / "predictions" / f"{split}.jsonl", examples, preds, self.task.label_names)
-                name = self.task.submission_files.get(split, f"{self.task.name}-{split}.tsv")
-                write_submission(out / "submission" / name, examples, preds, self.task.label_names)
         if acc.is_main_process:
-            if self.task.test:
-                zip_submission(out / "submission")
+            write_model_card(out / "best", saved.config, ModelCard(self.task.name, final["dev"],
+                                                                   predicted.layer_weights, self.cfg.to_dict()))
             write_atomic(out / "metrics.json", json.dumps(final, indent=2) + "\n")
             self.state.finished = True
             self.state.save(out)

@@ -3,6 +3,10 @@
 A head maps the encoder's ``l + 1`` hidden states and the attention mask to one representation
 vector per example (``c`` in the paper's eq. 8), plus, where it weights layers, each example's
 layer weights. The output layer (eq. 8-9) sits on top of it in :mod:`hire.model`.
+
+Each name is registered with the options that apply to it: HIRE's variants share one module, but a variant
+without an extractor has no extractor sizes, fixed scores over all states have no ``k``, and only random
+scores have a ``seed``. An option that does not apply is an error, never silently ignored.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_type_hints
 
 from torch import Tensor, nn
 
@@ -37,17 +41,38 @@ class Head(nn.Module):
 
 
 HeadFactory = Callable[..., Head]
-_REGISTRY: dict[str, tuple[HeadFactory, dict[str, Any], str]] = {}
+_SIZES = ("hidden_size", "num_hidden_states")  # what every factory takes first, from the encoder
 
 
-def register_head(name: str, factory: HeadFactory, doc: str, **preset: Any) -> None:
-    """Register ``factory(hidden_size, num_hidden_states, **options)`` under ``name``.
+@dataclass(frozen=True)
+class _Registered:
+    factory: HeadFactory
+    preset: dict[str, Any]  # fixed for this name
+    options: tuple[str, ...]  # what a user may set, in the factory's order
+    doc: str
 
-    ``preset`` options are fixed for this name (a user's options may not override them).
+
+_REGISTRY: dict[str, _Registered] = {}
+
+
+def register_head(name: str, factory: HeadFactory, doc: str, options: Sequence[str] | None = None,
+                  **preset: Any) -> None:
+    """Register ``factory(hidden_size, num_hidden_states, **preset, **options)`` under ``name``.
+
+    ``preset`` options are fixed for this name (a user's options may not override them); ``options`` are the
+    factory's parameters a user may set (default: all that are not preset). The rest keep their defaults,
+    because they do not apply to this variant.
     """
     if name in _REGISTRY:
         raise ValueError(f"head {name!r} is registered twice")
-    _REGISTRY[name] = (factory, preset, doc)
+    params = [p for p in inspect.signature(factory).parameters if p not in _SIZES]
+    allowed = [p for p in params if p not in preset] if options is None else list(options)
+    unknown = sorted((set(preset) | set(allowed)) - set(params))
+    if unknown:
+        raise ValueError(f"head {name!r}: its factory has no parameter {', '.join(map(repr, unknown))}")
+    if set(preset) & set(allowed):
+        raise ValueError(f"head {name!r}: {', '.join(sorted(set(preset) & set(allowed)))} both preset and an option")
+    _REGISTRY[name] = _Registered(factory, preset, tuple(p for p in params if p in allowed), doc)
 
 
 def head_names() -> list[str]:
@@ -56,17 +81,25 @@ def head_names() -> list[str]:
 
 def describe_heads() -> dict[str, str]:
     """Each registered head's one-line description."""
-    return {name: _REGISTRY[name][2] for name in head_names()}
+    return {name: _REGISTRY[name].doc for name in head_names()}
 
 
 def head_options(name: str) -> list[str]:
-    """The options a user may set for head ``name``."""
-    factory, preset, _ = _lookup(name)
-    params = inspect.signature(factory).parameters
-    return [p for p in params if p not in ("hidden_size", "num_hidden_states", *preset)]
+    """The options a user may set for head ``name`` (only those that apply to it)."""
+    return list(_lookup(name).options)
 
 
-def _lookup(name: str) -> tuple[HeadFactory, dict[str, Any], str]:
+def head_option_types(name: str) -> dict[str, Any]:
+    """Each option of head ``name`` with its declared type (``Any`` where the factory does not say)."""
+    factory = _lookup(name).factory
+    try:
+        hints = get_type_hints(factory.__init__ if isinstance(factory, type) else factory)
+    except (NameError, TypeError):
+        hints = {}
+    return {option: hints.get(option, Any) for option in head_options(name)}
+
+
+def _lookup(name: str) -> _Registered:
     if name not in _REGISTRY:
         raise ValueError(f"unknown head {name!r}; the heads are: {', '.join(head_names())}")
     return _REGISTRY[name]
@@ -74,14 +107,13 @@ def _lookup(name: str) -> tuple[HeadFactory, dict[str, Any], str]:
 
 def build_head(name: str, hidden_size: int, num_hidden_states: int, options: dict[str, Any] | None = None,
                ) -> Head:
-    """Build the head registered as ``name``; unknown options are an error that lists the valid ones."""
-    factory, preset, _ = _lookup(name)
+    """Build the head registered as ``name``; an option it does not take is an error that lists those it does."""
+    registered = _lookup(name)
     options = dict(options or {})
-    valid = head_options(name)
-    unknown = sorted(set(options) - set(valid))
+    unknown = sorted(set(options) - set(registered.options))
     if unknown:
         raise ValueError(
             f"head {name!r} has no option {', '.join(map(repr, unknown))}; "
-            f"its options are: {', '.join(valid) or '(none)'}"
+            f"its options are: {', '.join(registered.options) or '(none)'}"
         )
-    return factory(hidden_size, num_hidden_states, **preset, **options)
+    return registered.factory(hidden_size, num_hidden_states, **registered.preset, **options)

@@ -47,6 +47,11 @@ class ScalarMix(Head):
         self.gamma = nn.Parameter(torch.ones(()))
         self.output_dim = hidden_size
 
+    def reset_parameters(self) -> None:
+        """w = 0 (uniform weights) and gamma = 1, as built."""
+        nn.init.zeros_(self.weights)
+        nn.init.ones_(self.gamma)
+
     def forward(self, hidden_states: Sequence[Tensor], mask: Tensor) -> HeadOutput:
         s = torch.softmax(self.weights, dim=0)  # (l+1,)
         firsts = torch.stack([h[:, 0] for h in hidden_states], dim=1)  # (B, l+1, d)

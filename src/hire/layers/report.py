@@ -1,0 +1,143 @@
+"""The reconstruction table and plot, drawn from ``results.json`` alone (the same file gives the same bytes).
+
+``reconstruction.md`` / ``.csv``: one row per hidden state ``H_0 .. H_L`` (``L``: the deepest encoder), one
+column per encoder, top-1 accuracy x 100; an encoder with fewer layers leaves its lower rows empty. For a
+deepened encoder a ``*`` marks the output of a duplicated layer (a source layer that already ran), and the
+CSV says which source layer made each state. ``reconstruction.png``: accuracy against relative depth
+``j / l`` (or the layer index ``j``), one line per encoder, duplicated layers' outputs ringed.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+RESULTS, TABLE, PLOT = "results.json", "reconstruction", "reconstruction.png"
+
+
+def duplicated_states(record: dict[str, Any]) -> list[bool]:
+    """For each hidden state ``H_0 .. H_l``: whether a duplicated layer produced it."""
+    deepen = record.get("deepen")
+    flags = [False] * (record["num_layers"] + 1)
+    if deepen:
+        for position, again in enumerate(deepen["duplicate"]):
+            flags[position + 1] = again
+    return flags
+
+
+def source_layers(record: dict[str, Any]) -> list[str]:
+    """For each hidden state: ``embeddings``, or the (original) source layer of the layer that made it."""
+    plan = record["deepen"]["plan"] if record.get("deepen") else list(range(record["num_layers"]))
+    return ["embeddings", *[str(s) for s in plan]]
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.2f}"
+
+
+def _table(results: dict[str, Any]) -> tuple[list[str], list[list[str]], list[list[str]]]:
+    """Header, Markdown rows (``*`` on duplicated layers' outputs) and CSV rows (with source layers)."""
+    encoders = results["encoders"]
+    depth = max(e["num_layers"] for e in encoders)
+    deepened = [e for e in encoders if e.get("deepen")]
+    header = ["hidden state", *[e["label"] for e in encoders]]
+    md, rows = [], []
+    for j in range(depth + 1):
+        name = "H_0 (embeddings)" if j == 0 else f"H_{j}"
+        cells, marked = [], []
+        for e in encoders:
+            if j > e["num_layers"]:
+                cells.append("")
+                marked.append("")
+                continue
+            cells.append(_pct(e["accuracy"][j]))
+            marked.append(cells[-1] + ("*" if duplicated_states(e)[j] else ""))
+        md.append([name, *marked])
+        rows.append([str(j), *cells, *[source_layers(e)[j] if j <= e["num_layers"] else "" for e in deepened]])
+    csv_header = ["hidden_state", *[e["label"] for e in encoders], *[f"{e['label']} source layer" for e in deepened]]
+    return header, md, [csv_header, *rows]
+
+
+def _markdown(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def _csv(rows: list[list[str]]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return buffer.getvalue()
+
+
+def describe(results: dict[str, Any]) -> list[str]:
+    """The data and, per encoder, its decoder and how it was made (for deepened ones)."""
+    data = results["data"]
+    lines = [f"Top-1 accuracy x 100 of recovering the (unmasked) input tokens from each hidden state, on "
+             f"{data['examples']} examples of {data['name']} ({data['max_length']} tokens at most; padding "
+             "and special tokens ([CLS], [SEP], [UNK] ...) left out).", ""]
+    for e in results["encoders"]:
+        made = f"; deepened: {e['deepen']['description']}" if e.get("deepen") else ""
+        lines.append(f"- {e['label']}: {e['encoder']} ({e['model_type']}, {e['num_layers']} layers, "
+                     f"{e['tokens']} tokens); decoder `{e['decoder']}` ({e['decoder_note']}){made}")
+    if any(e.get("deepen") for e in results["encoders"]):
+        lines += ["", "`*`: the output of a duplicated layer (a source layer that already ran below it)."]
+    return lines
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    """Accuracy against depth, one line per encoder; duplicated layers' outputs ringed (deterministic PNG)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    relative = results["x_axis"] == "relative"
+    fig = Figure(figsize=(7, 4.2))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    ringed = False
+    for i, e in enumerate(results["encoders"]):
+        layers = e["num_layers"]
+        xs = [j / layers if relative else j for j in range(layers + 1)]
+        ys = [100 * a for a in e["accuracy"]]
+        (line,) = ax.plot(xs, ys, marker="o", markersize=3.5, color=f"C{i % 10}",
+                          label=f"{e['label']} ({e['decoder']})")
+        dup = [j for j, d in enumerate(duplicated_states(e)) if d]
+        if dup:
+            ax.scatter([xs[j] for j in dup], [ys[j] for j in dup], s=70, facecolors="none",
+                       edgecolors=line.get_color(), linewidths=1.2,
+                       label=None if ringed else "output of a duplicated layer")
+            ringed = True
+    ax.set_xlabel("relative depth j / l (0 = embeddings, 1 = last layer)" if relative
+                  else "hidden state j (0 = embeddings)")
+    if not relative:
+        ax.set_xticks(range(max(e["num_layers"] for e in results["encoders"]) + 1))
+    ax.set_ylabel("input tokens recovered, top-1 %")
+    ax.set_ylim(-2, 102)
+    ax.set_title(f"Reconstruction of the input from each hidden state: {results['data']['name']}", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+
+
+def write_report(results: dict[str, Any], out: str | Path) -> str:
+    """``reconstruction.md``, ``.csv`` and ``.png`` under ``out``; returns the Markdown."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    header, md, csv_rows = _table(results)
+    text = "\n".join(["# Input reconstruction per hidden state", "", *describe(results), "",
+                      _markdown(header, md), "", f"![reconstruction per hidden state]({PLOT})", ""])
+    (out / f"{TABLE}.md").write_text(text)
+    (out / f"{TABLE}.csv").write_text(_csv(csv_rows))
+    plot(results, out / PLOT)
+    return text
+
+
+def load_results(out: str | Path) -> dict[str, Any]:
+    path = Path(out) / RESULTS
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file; run `hire reconstruct` first") from None

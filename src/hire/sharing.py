@@ -1,0 +1,131 @@
+"""What a saved model folder carries for others: a model card, and on request the modelling code.
+
+``README.md`` (:func:`write_model_card`) says what the model is (task, encoder, head and options, labels) and,
+when training passes a :class:`ModelCard`, its dev metrics, mean layer weights and training recipe.
+
+:func:`export_code` copies the code a model runs on (:mod:`hire.model`, :mod:`hire.encoder`,
+:mod:`hire.recurrent`, :mod:`hire.heads`, this module) into the folder as flat modules with relative imports,
+and points ``config.json``'s ``auto_map`` at them: ``transformers`` then loads the folder with
+``trust_remote_code=True`` where hire is not installed, as it does any model with custom code. Every head's code
+is exported (about 1,200 lines): any saved model can be re-saved, and the folder reads as one library.
+
+This module is part of that code: it imports nothing from hire, and nothing outside the standard library.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Each exported module: its flat name in a saved folder, and its path in the hire package.
+CODE_FILES = {
+    "modeling_hire": "model.py",
+    "encoder": "encoder.py",
+    "recurrent": "recurrent.py",
+    "heads": "heads/__init__.py",
+    "heads_base": "heads/base.py",
+    "heads_hire": "heads/hire.py",
+    "heads_baselines": "heads/baselines.py",
+    "sharing": "sharing.py",
+}
+_FLAT_NAMES = {"hire." + path.removesuffix(".py").removesuffix("/__init__").replace("/", "."): flat
+               for flat, path in CODE_FILES.items()}
+AUTO_MAP = {"AutoConfig": "modeling_hire.HireConfig",
+            "AutoModelForSequenceClassification": "modeling_hire.HireModel"}
+
+
+@dataclass
+class ModelCard:
+    """What training knows of a model beyond its configuration; every field is optional."""
+
+    task: str | None = None  # e.g. "RTE", or the custom task's name
+    metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # dev split -> metric -> value
+    layer_weights: Sequence[float] | None = None  # mean weight of H_0 .. H_l over the dev examples
+    recipe: dict[str, Any] | None = None  # the run's resolved configuration (config.yaml)
+
+
+def write_model_card(directory: str | Path, config: Any, card: ModelCard, with_code: bool = False) -> Path:
+    """Write ``README.md``: front matter for the Hugging Face Hub, the model, what ``card`` holds, how to load it."""
+    path = Path(directory) / "README.md"
+    task = card.task or ((card.recipe or {}).get("data") or {}).get("task")
+    encoder_type = config.encoder_config.get("model_type", "?")
+    layers, width = config.encoder_config.get("num_hidden_layers", "?"), config.encoder_config.get("hidden_size", "?")
+    options = ", ".join(f"{k}={json.dumps(v)}" for k, v in config.head_options.items()) or "defaults"
+    labels = "one real value (regression)" if config.regression else ", ".join(
+        str(config.id2label[i]) for i in range(config.num_labels))
+    tags = ", ".join(dict.fromkeys(["hire", config.head]))
+    lines = ["---", "library_name: transformers", "pipeline_tag: text-classification", f"tags: [{tags}]", "---", "",
+             f"# {config.head} on {config.encoder or encoder_type}" + (f", fine-tuned on {task}" if task else ""), "",
+             f"A Transformer encoder fine-tuned with the head `{config.head}`, which reads all of its hidden layers "
+             "(hire: HIRE, Zhao & Yang, *Deepening Hidden Representations from Pre-trained Language Models*, with "
+             "its ablations and baselines).", "",
+             "| | |", "|---|---|",
+             f"| encoder | `{config.encoder}` ({encoder_type}, {layers} layers, hidden size {width}) |",
+             f"| head | `{config.head}` ({options}) |",
+             f"| labels | {labels} |"]
+    if config.text_columns:
+        lines.append(f"| text columns | {', '.join(config.text_columns)} |")
+    if card.metrics:
+        lines += ["", "## Dev metrics", "", "| split | metric | value |", "|---|---|---|"]
+        lines += [f"| {split} | {name} | {value:.4f} |" for split, values in card.metrics.items()
+                  for name, value in values.items()]
+    if card.layer_weights is not None:
+        lines += ["", "## Mean layer weights over the dev examples", "",
+                  "| " + " | ".join(f"H_{i}" for i in range(len(card.layer_weights))) + " |",
+                  "|" + "---|" * len(card.layer_weights),
+                  "| " + " | ".join(f"{w:.3f}" for w in card.layer_weights) + " |"]
+    if card.recipe:
+        lines += ["", "## Training recipe", "", "```json", json.dumps(card.recipe, indent=2), "```"]
+    lines += ["", "## Use", "", "```python", "import hire  # registers the model type 'hire' with transformers",
+              "from transformers import pipeline", "",
+              'classify = pipeline("text-classification", model="path/to/model")', "```"]
+    if with_code:
+        lines += ["", "Without hire installed, the modelling code saved beside the weights runs instead:", "",
+                  "```python", "from transformers import AutoModelForSequenceClassification",
+                  'model = AutoModelForSequenceClassification.from_pretrained("path/to/model", '
+                  "trust_remote_code=True)", "```"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def export_code(directory: str | Path) -> list[Path]:
+    """Copy the modelling code into ``directory`` as flat modules, and point ``config.json``'s ``auto_map`` at
+    them. Works from the hire package and from a folder's own copy alike."""
+    directory, here = Path(directory), Path(__file__).parent
+    written = []
+    for flat, packaged in CODE_FILES.items():
+        source = here / packaged if (here / packaged).is_file() else here / f"{flat}.py"
+        target = directory / f"{flat}.py"
+        if target.exists() and target.resolve() == source.resolve():
+            continue
+        target.write_text(flat_imports(source.read_text(), source))
+        written.append(target)
+    config_path = directory / "config.json"
+    values = json.loads(config_path.read_text())
+    values["auto_map"] = {**values.get("auto_map", {}), **AUTO_MAP}
+    config_path.write_text(json.dumps(values, indent=2, sort_keys=True) + "\n")
+    return written
+
+
+def flat_imports(code: str, source: Path | str = "<code>") -> str:
+    """``from hire.heads.base import X`` -> ``from .heads_base import X``, for each exported module; any other
+    import of hire is an error (the saved code would not run without it)."""
+
+    def flat(match: re.Match[str]) -> str:
+        module = match.group(2)
+        if module not in _FLAT_NAMES:
+            raise ValueError(f"{source}: imports {module}, which is not part of the exported code")
+        return f"{match.group(1)}from .{_FLAT_NAMES[module]} import"
+
+    code = re.sub(r"^(\s*)from (hire(?:\.\w+)*) import", flat, code, flags=re.MULTILINE)
+    for node in ast.walk(ast.parse(code)):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+            [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+        if any(name == "hire" or name.startswith("hire.") for name in names):
+            raise ValueError(f"{source}: imports hire in a way the export cannot rewrite ({', '.join(names)})")
+    return code
