@@ -86,10 +86,13 @@ def test_killed_at_steps_over_three_epochs(encoder: Path, reference: Path, tmp_p
     """Killed after step 2 (no checkpoint yet: starts again), after step 5 (epoch 2, resumes from 4),
     after step 9 (epoch 3, resumes from 8): the same run as the one never stopped."""
     out = tmp_path / "run"
-    assert kill_then_finish(encoder, out, ["step:2", "step:5", "step:5"]) == [137, 137, 137]
+    assert [run(*args(encoder, out), kill=k).returncode for k in ("step:2", "step:5")] == [137, 137]
+    before = json.loads((out / CHECKPOINT / COMPLETE).read_text())  # step 4's checkpoint
+    assert before["step"] == 4 and before["train_seconds"] > 0
+    assert kill_then_finish(encoder, out, ["step:5"]) == [137]
     assert_same_run(out, reference)
-    final = json.loads((out / "metrics.json").read_text())
-    assert final["train_seconds"] > 0
+    # The training time before the interruptions is kept, not forgotten by the resumed process.
+    assert json.loads((out / "metrics.json").read_text())["train_seconds"] > before["train_seconds"]
 
 
 def test_killed_inside_checkpoint_saves(encoder: Path, reference: Path, tmp_path: Path) -> None:
@@ -231,3 +234,18 @@ def test_recover_every_intermediate_state(tmp_path: Path, make, expected_step: i
     state = _state(out)
     recover(out)  # idempotent
     assert _state(out) == state
+
+
+def test_an_interrupted_write_keeps_the_previous_file(tmp_path: Path) -> None:
+    """Outputs (predictions, submissions, metrics) are written to a temporary name and renamed into place."""
+    from hire.runs import replacing
+
+    path = tmp_path / "dev.jsonl"
+    path.write_text("the earlier predictions\n")
+    with pytest.raises(RuntimeError), replacing(path) as tmp, tmp.open("w") as f:
+        f.write("half of the new")
+        raise RuntimeError("killed while writing")
+    assert path.read_text() == "the earlier predictions\n" and sorted(tmp_path.iterdir()) == [path]
+    with replacing(path) as tmp:
+        tmp.write_text("new\n")
+    assert path.read_text() == "new\n" and sorted(tmp_path.iterdir()) == [path]

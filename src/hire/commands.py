@@ -23,6 +23,7 @@ from hire.checks import (
 from hire.config import MIN_MAX_LENGTH, ConfigError, DataConfig, check_max_length
 from hire.data.examples import DataError
 from hire.data.glue import get_task, task_text_columns
+from hire.runs import replacing, write_atomic
 from hire.saved_model import (
     run_card,
     saved_label_names,
@@ -87,7 +88,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                              batch_size=args.batch_size, predictions_dir=out, submission_dir=out / "submission")
     results: dict[str, Any] = {"model": args.model, "task": task.name, **predicted.results}
     with writing(out / "metrics.json"):
-        (out / "metrics.json").write_text(json.dumps(results, indent=2) + "\n")
+        write_atomic(out / "metrics.json", json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
     return 0
 
@@ -162,8 +163,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     table = runs_table(collect_runs([Path(r) for r in args.runs]))
     print(table)
     if args.markdown:
-        with writing(args.markdown):
-            Path(args.markdown).write_text(table + "\n")
+        with writing(args.markdown), replacing(Path(args.markdown)) as tmp:
+            tmp.write_text(table + "\n")
     return 0
 
 

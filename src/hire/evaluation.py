@@ -27,6 +27,7 @@ from hire.data.examples import Example
 from hire.data.tasks import TaskData
 from hire.metrics import compute_metrics, main_score
 from hire.model import HireModel
+from hire.runs import replacing
 
 
 @dataclass
@@ -127,7 +128,7 @@ def write_predictions(path: Path, examples: Sequence[Example], preds: Prediction
     path.parent.mkdir(parents=True, exist_ok=True)
     regression = label_names is None
     probs = None if regression else torch.softmax(torch.from_numpy(preds.logits), -1).numpy()
-    with writing(path), path.open("w") as f:
+    with writing(path), replacing(path) as tmp, tmp.open("w") as f:
         for i, ex in enumerate(examples):
             row = {"guid": ex.guid, "text_a": ex.text_a, "text_b": ex.text_b, "label": ex.label}
             if regression:
@@ -144,7 +145,7 @@ def write_submission(path: Path, examples: Sequence[Example], preds: Predictions
                      label_names: Sequence[str] | None) -> None:
     """A GLUE leaderboard file: ``index<TAB>prediction``, labels spelled as in the training files."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with writing(path), path.open("w") as f:
+    with writing(path), replacing(path) as tmp, tmp.open("w") as f:
         f.write("index\tprediction\n")
         for i, ex in enumerate(examples):
             if label_names is None:  # STS-B: scores live in [0, 5]
@@ -157,7 +158,7 @@ def write_submission(path: Path, examples: Sequence[Example], preds: Predictions
 def zip_submission(directory: Path, name: str = "glue_submission.zip") -> Path:
     """Zip every ``*.tsv`` of ``directory`` together, as the leaderboard takes them."""
     archive = directory / name
-    with writing(archive), zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+    with writing(archive), replacing(archive) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
         for tsv in sorted(directory.glob("*.tsv")):
             z.write(tsv, tsv.name)
     return archive

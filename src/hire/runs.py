@@ -29,6 +29,8 @@ import fcntl
 import json
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -79,14 +81,28 @@ class RunState:
 
 
 # -- files -------------------------------------------------------------------------------------------
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that a reader (or a crash) sees the old file or the new one, never half."""
+@contextmanager
+def replacing(path: Path) -> Iterator[Path]:
+    """Yield a temporary name beside ``path`` to write; on success it replaces ``path`` in one rename, so a
+    reader (or a crash) sees the old file or the new one, never half of one. On failure it is removed.
+    A path that exists but is no regular file (``/dev/stdout``, a pipe) is written in place."""
+    if path.exists() and not path.is_file():
+        yield path
+        return
     tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        yield tmp
+        with tmp.open("rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (see :func:`replacing`)."""
+    with replacing(path) as tmp:
+        tmp.write_text(text)
 
 
 def remove(path: Path) -> None:

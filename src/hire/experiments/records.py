@@ -13,8 +13,6 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
-import platform
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,25 +57,11 @@ def gzip_bytes(data: bytes) -> bytes:
     return buffer.getvalue()
 
 
-def _cpu_model() -> str | None:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.partition(":")[2].strip()
-    except OSError:
-        pass
-    return platform.processor() or None
-
-
 def machine_info() -> dict[str, Any]:
     """This machine, for runs whose metrics.json has no ``machine`` (marked ``source: collected``)."""
-    import torch
-    import transformers
+    from hire.runs import machine
 
-    return {"cpu": _cpu_model() or platform.machine(), "cpu_count": os.cpu_count(), "platform": platform.platform(),
-            "python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
-            "cuda_device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-            "source": "collected"}
+    return {**machine(), "source": "collected"}
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
