@@ -136,6 +136,22 @@ def recover(out: Path) -> None:
     promote_best(out)
 
 
+def install_checkpoint(out: Path) -> None:
+    """Put the complete ``checkpoint.tmp`` in the place of ``checkpoint`` (the previous one is kept as
+    ``checkpoint.old`` until the new one is in), then move the best model it stages to ``best/``."""
+    tmp, final, old = out / CHECKPOINT_TMP, out / CHECKPOINT, out / CHECKPOINT_OLD
+    if _complete(final):
+        if old.exists():
+            remove(old)
+        final.rename(old)
+    elif final.exists():
+        remove(final)
+    tmp.rename(final)
+    if old.exists():
+        remove(old)
+    promote_best(out)
+
+
 def promote_best(out: Path) -> None:
     """Move a best model staged in the checkpoint to ``best/`` (every intermediate state recovers)."""
     staged, best, old = out / CHECKPOINT / STAGED_BEST, out / "best", out / "best.old"

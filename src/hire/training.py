@@ -32,16 +32,15 @@ from hire.heads import head_options
 from hire.model import HireModel, build_model, load_tokenizer
 from hire.runs import (
     CHECKPOINT,
-    CHECKPOINT_OLD,
     CHECKPOINT_TMP,
     COMPLETE,
     STAGED_BEST,
     RunLock,
     RunState,
     check_output_dir,
+    install_checkpoint,
     machine,
     prepare_run_dir,
-    promote_best,
     remove,
     resolve_mixed_precision,
     write_atomic,
@@ -189,7 +188,7 @@ class Trainer:
         at any point leaves a folder that :func:`hire.runs.recover` brings back to a consistent state.
         """
         acc = self.accelerator
-        tmp, final, old = self.out / CHECKPOINT_TMP, self.out / CHECKPOINT, self.out / CHECKPOINT_OLD
+        tmp = self.out / CHECKPOINT_TMP
         acc.wait_for_everyone()
         if acc.is_main_process:
             if tmp.exists():
@@ -205,16 +204,7 @@ class Trainer:
             self.state.train_seconds += now - self._clock
             self._clock = now
             write_atomic(tmp / COMPLETE, json.dumps({**self.state.to_dict(), "rng": None}))
-            if (final / COMPLETE).is_file():
-                if old.exists():
-                    remove(old)
-                final.rename(old)
-            elif final.exists():
-                remove(final)
-            tmp.rename(final)
-            if old.exists():
-                remove(old)
-            promote_best(self.out)
+            install_checkpoint(self.out)
             self.state.save(self.out)
         acc.wait_for_everyone()
 
@@ -331,7 +321,7 @@ class Trainer:
         best = acc.prepare(saved)
         final: dict[str, Any] = {"task": self.task.name, "head": saved.config.head,  # init_from: its own head
                                  "encoder": self.cfg.model.encoder, "best_step": self.state.best_step,
-                                 "steps": self.state.step, "train_seconds": round(self.state.train_seconds, 1),
+                                 "steps": self.state.step, "train_seconds": round(self.state.train_seconds, 3),
                                  "mixed_precision": acc.mixed_precision, "processes": acc.num_processes,
                                  "machine": machine(), "dev": {}}
         predicted = predict_task(best, self.task, [*self.task.dev, *self.task.test], self.tokenizer, acc,
