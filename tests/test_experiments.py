@@ -98,9 +98,31 @@ def test_runs_advance_in_slices_and_finished_cells_are_skipped(grid: Grid, capsy
     cells = sorted(p.name for p in (grid.runs / "tiny").iterdir() if p.name != "logs")
     assert cells == ["MRPC__hire__seed1", "MRPC__hire__seed2", "MRPC__last-layer__seed1", "MRPC__last-layer__seed2"]
     assert main(["experiment", "status", str(grid.path), *dirs(grid)]) == 0
-    assert "4 cells: 4 done, 0 running, 0 started, 0 left, 0 changed" in capsys.readouterr().out
+    assert "4 cells: 4 done, 0 recorded, 0 running, 0 started, 0 left, 0 changed" in capsys.readouterr().out
     assert main(["experiment", "status", str(grid.path), "--only", "model.head=hire", *dirs(grid)]) == 0
     assert "2 cells: 2 done" in capsys.readouterr().out
+
+
+@needs_glue
+def test_a_fresh_checkout_does_not_retrain_recorded_cells(grid: Grid, tmp_path: Path) -> None:
+    """Run folders are not committed: in a new checkout the committed records stand for the finished cells,
+    a missing record (or one whose configuration the file has changed since) means the cell is trained."""
+    results = tmp_path / "experiments" / "tiny"
+    shutil.copytree(grid.results / "records", results / "records")
+    exp, runs = load_experiment(grid.path), tmp_path / "runs"
+    assert [s.state for s in cell_statuses(exp, runs, results / "records")] == ["recorded"] * 4
+    assert [s.state for s in cell_statuses(exp, runs)] == ["left"] * 4  # no records given: nothing known
+    (results / "records" / "MRPC__hire__seed2.json").unlink()
+    stale = results / "records" / "MRPC__last-layer__seed2.json"
+    record = json.loads(stale.read_text())
+    record["config"]["train"]["lr"] = 0.5  # the file has changed since this record was made
+    stale.write_text(json.dumps(record))
+    said: list[str] = []
+    assert run_experiment(exp, runs, results, dry_run=True, say=said.append) == 0
+    assert "tiny: 4 cells selected: 2 done, 2 to run" in said[0]
+    assert sorted(line.split()[2] for line in said if line.startswith("would run")) == [
+        "MRPC__hire__seed2", "MRPC__last-layer__seed2"]
+    assert not runs.exists() or not any((runs / "tiny").glob("MRPC*"))
 
 
 @needs_glue
@@ -207,7 +229,7 @@ def test_a_folder_locked_by_a_training_process_counts_as_running(tmp_path: Path,
     with (run / ".lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         assert main(["experiment", "status", str(tmp_path / "fake.yaml"), "--runs_dir", str(tmp_path / "runs")]) == 0
-    assert "2 cells: 0 done, 1 running, 0 started, 1 left" in capsys.readouterr().out
+    assert "2 cells: 0 done, 0 recorded, 1 running, 0 started, 1 left" in capsys.readouterr().out
 
 
 # -- statistics and aggregation against hand-computed values -----------------------------------------

@@ -133,14 +133,14 @@ def run_experiment(exp: Experiment, runs_dir: Path, exp_dir: Path, *, max_runs: 
     """Advance the grid; returns 0, or 1 if a cell failed. ``dry_run``: say what would run, run nothing."""
     runs_dir, exp_dir = Path(runs_dir), Path(exp_dir)
     with nullcontext() if dry_run else runner_lock(runs_dir):
-        statuses = [s for s in cell_statuses(exp, runs_dir) if matches_only(s.cell, only)]
+        statuses = [s for s in cell_statuses(exp, runs_dir, records_dir(exp_dir)) if matches_only(s.cell, only)]
         estimates = Estimates.from_records(records_dir(exp_dir), default_minutes)
         todo = sum(s.state in ("left", "started") for s in statuses)
-        say(f"{exp.name}: {len(statuses)} cells selected: {sum(s.state == 'done' for s in statuses)} done, "
-            f"{todo} to run")
+        done = sum(s.state in ("done", "recorded") for s in statuses)
+        say(f"{exp.name}: {len(statuses)} cells selected: {done} done, {todo} to run")
         progress = Progress()
         for s in statuses:
-            if s.state in ("done", "running", "changed"):
+            if s.state in ("done", "recorded", "running", "changed"):
                 _skip(exp, s, exp_dir, progress, dry_run, say)
                 if s.state == "changed" and stop_on_error:
                     break
@@ -179,6 +179,8 @@ def _skip(exp: Experiment, s: CellStatus, exp_dir: Path, progress: Progress, dry
         if not dry_run:
             collect_cell(exp, s.cell, s.run, exp_dir)
         progress.already_done += 1
+    elif s.state == "recorded":
+        progress.already_done += 1  # its committed record stands; no run folder here to collect from
     elif s.state == "running":
         say(f"{s.cell.id}: a process is training in {s.run} right now; left alone")
     else:

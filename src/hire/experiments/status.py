@@ -1,6 +1,9 @@
 """Where an experiment stands: each cell done, running, started, left, or changed; time estimates.
 
     done     its run folder has metrics.json (and the configuration the experiment file gives it)
+    recorded no run folder here, but a committed record of the cell (same configuration): a run finished on
+             another machine or in an earlier checkout (run folders are not in git). It is not trained
+             again; delete the record to train it here
     running  a process holds the folder's lock (``<run>/.lock``) right now
     started  the folder holds an unfinished run: ``hire train`` resumes it
     left     nothing yet
@@ -26,7 +29,7 @@ from hire.experiments.experiment import Experiment
 from hire.experiments.records import run_dir
 from hire.experiments.spec import Cell, canonical, check_option, config_differences, fail
 
-STATES = ("done", "running", "started", "left", "changed")
+STATES = ("done", "recorded", "running", "started", "left", "changed")
 
 
 def folder_in_use(path: Path) -> bool:
@@ -44,20 +47,30 @@ class CellStatus:
     differences: tuple[str, ...] = ()  # for "changed": the options that differ
 
 
-def cell_status(cell: Cell, run: Path) -> CellStatus:
+def recorded(cell: Cell, records: Path | None) -> bool:
+    """Whether ``records`` holds a record of ``cell`` with the configuration the experiment file gives it."""
+    path = None if records is None else Path(records) / f"{cell.id}.json"
+    if path is None or not path.is_file():
+        return False
+    return not config_differences(json.loads(path.read_text()).get("config", {}), cell.options)
+
+
+def cell_status(cell: Cell, run: Path, records: Path | None = None) -> CellStatus:
     if folder_in_use(run):
         return CellStatus(cell, run, "running")
     saved = run / "config.yaml"
     if not saved.is_file():
-        return CellStatus(cell, run, "left")
+        return CellStatus(cell, run, "recorded" if recorded(cell, records) else "left")
     differ = tuple(config_differences(yaml.safe_load(saved.read_text()) or {}, cell.options))
     if differ:
         return CellStatus(cell, run, "changed", differ)
     return CellStatus(cell, run, "done" if (run / "metrics.json").is_file() else "started")
 
 
-def cell_statuses(exp: Experiment, runs_dir: Path) -> list[CellStatus]:
-    return [cell_status(c, run_dir(runs_dir, exp, c)) for c in exp.cells]
+def cell_statuses(exp: Experiment, runs_dir: Path, records: Path | None = None) -> list[CellStatus]:
+    """Every cell's state; with ``records`` (the experiment's records folder) a cell that has no run folder
+    here but a matching committed record is ``recorded`` rather than ``left``."""
+    return [cell_status(c, run_dir(runs_dir, exp, c), records) for c in exp.cells]
 
 
 def parse_only(exp: Experiment, values: Sequence[str] | None) -> dict[str, list[Any]]:
@@ -133,7 +146,7 @@ def status_report(exp: Experiment, statuses: list[CellStatus], estimates: Estima
 
 def print_status(exp: Experiment, runs_dir: Path, records: Path, default_minutes: float,
                  only: dict[str, list[Any]] | None, listing: bool, say: Callable[[str], None] = print) -> int:
-    statuses = [s for s in cell_statuses(exp, runs_dir) if matches_only(s.cell, only)]
+    statuses = [s for s in cell_statuses(exp, runs_dir, records) if matches_only(s.cell, only)]
     for line in status_report(exp, statuses, Estimates.from_records(records, default_minutes), listing):
         say(line)
     return 0
