@@ -48,6 +48,8 @@ def write_world(root: Path, encoder: Path) -> None:
     (root / "bad.yaml").write_text("train:\n  lr: [1, 2\n")
     (root / "unknown.yaml").write_text("train:\n  lrr: 0.1\n")
     (root / "flat.yaml").write_text("train: 5\n")
+    (root / "nan.yaml").write_text("train:\n  lr: .nan\n")
+    (root / "bare_no.yaml").write_text("train:\n  mixed_precision: no\n")
     (root / "notes.txt").write_text("mine\n")
     (root / "folder").mkdir()
     done = root / "done"
@@ -120,7 +122,7 @@ CASES: list[tuple[str, list[str], str]] = [
     ("epochs-negative", [*TRAIN, "--train.epochs", "-1"], "--train.epochs: must be >= 1, not -1"),
     ("lr-negative", [*TRAIN, "--train.lr", "-1"], "--train.lr: must be >= 0, not -1.0"),
     ("lr-not-a-number", [*TRAIN, "--train.lr", "fast"], "--train.lr: expected a number"),
-    ("lr-nan", [*TRAIN, "--train.lr", "nan"], "--train.lr: must be a finite number"),
+    ("lr-nan", [*TRAIN, "--train.lr", "nan"], "--train.lr: expected a number, not nan"),
     ("head-lr-0", [*TRAIN, "--train.head_lr", "0"], "--train.head_lr: must be > 0"),
     ("adam-beta1-2", [*TRAIN, "--train.adam_beta1", "2"], "--train.adam_beta1: must be in [0, 1)"),
     ("adam-beta2-1", [*TRAIN, "--train.adam_beta2", "1"], "--train.adam_beta2: must be in [0, 1)"),
@@ -132,7 +134,8 @@ CASES: list[tuple[str, list[str], str]] = [
     ("seed-negative", [*TRAIN, "--train.seed", "-1"], "--train.seed"),
     ("classifier-dropout-1", [*TRAIN, "--model.classifier_dropout", "1"], "--model.classifier_dropout: must be in"),
     ("bool-not-a-bool", [*TRAIN, "--train.group_by_length", "maybe"], "--train.group_by_length: expected true"),
-    ("mixed-precision-fp8", [*TRAIN, "--train.mixed_precision", "fp8"], "invalid choice"),
+    ("mixed-precision-fp8", [*TRAIN, "--train.mixed_precision", "fp8"],
+     "--train.mixed_precision: expected one of auto, no, bf16, fp16, not 'fp8'"),
     ("unknown-option", [*TRAIN, "--train.lrr", "3"], "did you mean '--train.lr'"),
     ("option-without-section", [*TRAIN, "--epochs", "3"], "did you mean '--train.epochs'"),
     # -- the head and its options
@@ -162,6 +165,9 @@ CASES: list[tuple[str, list[str], str]] = [
     ("config-missing", ["train", "--config", "{tmp}/nope.yaml"], "--config {tmp}/nope.yaml: no such file"),
     ("config-unknown-key", ["train", "--config", "{tmp}/unknown.yaml"], "unknown option 'train.lrr'"),
     ("config-section-not-a-mapping", ["train", "--config", "{tmp}/flat.yaml"], "train must be a mapping"),
+    ("config-nan", ["train", "--config", "{tmp}/nan.yaml"], "--train.lr: must be a finite number, not nan"),
+    ("config-bare-no", ["train", "--config", "{tmp}/bare_no.yaml"], "--train.mixed_precision: expected one of auto, "
+     "no, bf16, fp16, not False (YAML reads a bare no as false: write it in quotes"),
     # -- the task and its data
     ("bad-task-name", [*GLUE, "--data.task", "GLUEY"], "--data.task: unknown GLUE task 'GLUEY'"),
     ("glue-task-with-custom-file", [*GLUE, "--data.train_file", "{tmp}/train.csv"],

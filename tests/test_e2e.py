@@ -147,7 +147,7 @@ def test_finished_or_foreign_runs_are_never_overwritten(finished_run: Path, enco
         (["--model.head", "hyre"], "unknown head 'hyre'"),
         (["--model.head_options", "fusion_layers=9"], "fusion_layers must be 0-3"),
         (["--data.task", "GLUEY"], "GLUEY"),
-        (["--train.mixed_precision", "fp8"], "invalid choice"),
+        (["--train.mixed_precision", "fp8"], "--train.mixed_precision: expected one of auto, no, bf16, fp16"),
     ],
 )
 def test_bad_options_fail_with_one_clear_line(encoder: Path, tmp_path: Path, extra: list[str], message: str) -> None:
@@ -204,3 +204,18 @@ def test_fine_tune_from_an_earlier_model_with_another_label_set(finished_run: Pa
     # With a learning rate of 0, everything but the new output projection is the MRPC model's.
     assert all(np.array_equal(before[k].numpy(), after[k].numpy()) for k in before if not k.startswith("output.out"))
     assert not np.array_equal(before["output.out.weight"].numpy(), after["output.out.weight"].numpy())
+
+
+def test_feature_based_training_leaves_the_encoder_as_it_was(encoder: Path, tmp_path: Path) -> None:
+    """``--model.freeze_encoder true``: the run's best model holds the source encoder's weights unchanged and
+    says it was frozen (config.yaml and the saved config); test_model checks that the head does learn."""
+    out = tmp_path / "frozen"
+    result = hire(*train_args(encoder, out, "--model.head", "scalar-mix", "--model.freeze_encoder", "true"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    source, best = load_file(encoder / "model.safetensors"), load_file(out / "best" / "model.safetensors")
+    encoder_weights = {k.removeprefix("encoder.model."): v for k, v in best.items() if k.startswith("encoder.model.")}
+    assert encoder_weights and all(np.array_equal(v.numpy(), source[k].numpy()) for k, v in encoder_weights.items()
+                                   if k in source)
+    assert len([k for k in encoder_weights if k in source]) >= len(encoder_weights) - 2  # pooler aside
+    assert yaml.safe_load((out / "config.yaml").read_text())["model"]["freeze_encoder"] is True
+    assert json.loads((out / "best" / "config.json").read_text())["freeze_encoder"] is True

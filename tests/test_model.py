@@ -7,6 +7,7 @@ import json
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import bert_config
 from transformers import RobertaConfig
 
 from hire import HireModel, build_model, head_names
@@ -310,3 +311,30 @@ def test_a_left_padded_batch_is_refused(make_model, make_batch):
     left_ids, left_mask = ids.flip(1), mask.flip(1)  # the same examples, padded on the left
     with pytest.raises(ValueError, match="right-padded"):
         model(left_ids, left_mask)
+
+
+@pytest.mark.parametrize("head", ["hire", "last-layer", "scalar-mix", "concat-last-4"])
+def test_a_frozen_encoder_is_not_trained_and_runs_without_dropout(head, tmp_path, make_batch):
+    """Feature-based use: a step changes the head and output layer only, the encoder's hidden states are the
+    same in training mode as at inference (no dropout), and the setting survives saving."""
+    torch.manual_seed(0)
+    model = build_model(bert_config(), head=head, num_labels=3, freeze_encoder=True).train()
+    ids, mask = make_batch()
+    encoder_before = {k: v.clone() for k, v in model.encoder.state_dict().items()}
+    rest_before = {k: v.clone() for k, v in model.state_dict().items() if not k.startswith("encoder.")}
+    assert not model.encoder.training and model.head.training
+    assert all(not p.requires_grad for p in model.encoder.parameters())
+    trained = [p for p in model.parameters() if p.requires_grad]
+    assert trained and all(p.requires_grad for p in [*model.head.parameters(), *model.output.parameters()])
+    optimizer = torch.optim.AdamW(trained, lr=1e-2)
+    model(ids, mask, labels=torch.tensor([0, 1, 2])).loss.backward()
+    assert all(p.grad is None for p in model.encoder.parameters())
+    optimizer.step()
+    assert all(torch.equal(v, encoder_before[k]) for k, v in model.encoder.state_dict().items())
+    assert any(not torch.equal(v, rest_before[k]) for k, v in model.state_dict().items() if k in rest_before)
+    first, second = (model.encoder(ids, mask).hidden_states for _ in range(2))
+    assert all(torch.equal(a, b) for a, b in zip(first, second, strict=True))  # dropout off in training mode
+    model.save_pretrained(tmp_path / "frozen")
+    loaded = HireModel.from_pretrained(tmp_path / "frozen").train()
+    assert loaded.config.freeze_encoder and not loaded.encoder.training
+    assert build_model(bert_config(), head=head, num_labels=3).train().encoder.training  # unfrozen: dropout on

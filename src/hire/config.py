@@ -2,7 +2,8 @@
 
 A run is data: its resolved configuration is written to the run folder as ``config.yaml``, and any
 such file (or a named one in ``configs/``) can be passed back with ``--config``. Command-line options
-(``--train.lr 3e-5``) override the file, which overrides the defaults.
+(``--train.lr 3e-5``) override the file, which overrides the defaults: :mod:`hire.options` parses them
+(jsonargparse), the fields' ``help`` is ``hire train --help``.
 
 :meth:`RunConfig.validate` checks every option (type, range, the files and folders it names, the encoder,
 the head and its options) before anything on disk changes, and raises :class:`ConfigError` with a message
@@ -88,6 +89,8 @@ class ModelArgs:
     init_from: str | None = _f(None, "start from an earlier fine-tuned model folder (e.g. MNLI before RTE); "
                                "a new output layer is made when the label set differs")
     classifier_dropout: float = _f(0.1, "dropout before each product of the output layer")
+    freeze_encoder: bool = _f(False, "feature-based use: train only the head and output layer on the encoder's "
+                              "fixed hidden states (no gradient into the encoder, no dropout in it)")
 
     def validate(self) -> None:
         """The encoder (or the model to start from) exists; the head takes the options given."""
@@ -286,41 +289,3 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
     close = [c for c in choices if "." in c and c.rpartition(".")[2] == name.rpartition(".")[2].lstrip("-")]
     close = close or difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def from_dict(cls: type, values: dict[str, Any], where: str) -> Any:
-    """Build dataclass ``cls`` from nested ``values``; unknown keys are errors naming ``where``."""
-    if not isinstance(values or {}, dict):
-        raise ConfigError(f"{where}: expected a mapping of options, not {values!r}")
-    names = {f.name: f for f in dataclasses.fields(cls)}
-    kwargs = {}
-    for key, value in (values or {}).items():
-        if key not in names:
-            raise ConfigError(f"{where}: unknown option {key!r}{did_you_mean(key, names)}; valid: {', '.join(names)}")
-        f = names[key]
-        if dataclasses.is_dataclass(f.default_factory if f.default_factory is not dataclasses.MISSING
-                                    else None):
-            value = from_dict(f.default_factory, value, f"{where}.{key}")  # type: ignore[arg-type]
-        kwargs[key] = value
-    return cls(**kwargs)
-
-
-def load_yaml(path: str | Path) -> dict[str, Any]:
-    """The options of a ``--config`` file: a mapping, as ``config.yaml`` in a run folder."""
-    path = Path(path)
-    if path.is_dir():
-        raise ConfigError(f"--config {path}: a folder, not a YAML file")
-    if not path.is_file():
-        raise ConfigError(f"--config {path}: no such file")
-    try:
-        values = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except UnicodeDecodeError:
-        raise ConfigError(f"--config {path}: not UTF-8 text") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        problem = getattr(err, "problem", None) or " ".join(str(err).split())
-        raise ConfigError(f"--config {path}: not valid YAML ({where}{problem})") from None
-    if not isinstance(values, dict):
-        raise ConfigError(f"--config {path}: expected a mapping of options at the top level")
-    return values

@@ -14,6 +14,7 @@ they import nothing else from hire.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +46,8 @@ class HireConfig(PretrainedConfig):
     Beside ``transformers``' own fields (``id2label``/``label2id``, ``problem_type``: ``"regression"`` when
     there is one label, else ``"single_label_classification"``), it records the encoder's configuration (a
     dict), the head and its options, the class names in logit order (``label_names``, as spelled in the data;
-    None for regression) and the text columns the model was trained on.
+    None for regression), the text columns the model was trained on and whether the encoder is frozen
+    (``freeze_encoder``: the feature-based use of BERT's paper; the head learns from fixed hidden states).
     """
 
     model_type = "hire"
@@ -53,13 +55,14 @@ class HireConfig(PretrainedConfig):
     def __init__(self, encoder: str = "", head: str = "hire", head_options: dict[str, Any] | None = None,
                  label_names: list[str] | None = None, classifier_dropout: float = 0.1,
                  encoder_config: dict[str, Any] | None = None, text_columns: list[str] | None = None,
-                 **kwargs: Any):
+                 freeze_encoder: bool = False, **kwargs: Any):
         self.encoder = encoder  # the hub name or path the encoder came from (for the record)
         self.head = head
         self.head_options = dict(head_options or {})
         self.classifier_dropout = classifier_dropout
         self.encoder_config = dict(encoder_config or {})
         self.text_columns = list(text_columns) if text_columns else None  # one text column, or a pair
+        self.freeze_encoder = bool(freeze_encoder)
         super().__init__(**kwargs)  # num_labels, id2label, label2id, problem_type, ...
         if label_names is not None:
             self.set_labels(len(label_names), label_names)
@@ -122,6 +125,22 @@ class HireModel(PreTrainedModel):
         self.head = build_head(config.head, d, self.encoder.num_hidden_states, config.head_options)
         self.output = OutputLayer(self.head.output_dim, d, config.num_labels, config.classifier_dropout)
         self.post_init()
+        self.freeze_encoder(config.freeze_encoder)
+
+    def freeze_encoder(self, frozen: bool = True) -> None:
+        """Feature-based use (``frozen``): the encoder's weights take no gradient and it runs without dropout,
+        so only the head and output layer learn, from fixed hidden states. Recorded in the configuration."""
+        self.config.freeze_encoder = bool(frozen)
+        self.encoder.requires_grad_(not frozen)
+        self.train(self.training)
+
+    def train(self, mode: bool = True) -> HireModel:
+        """As ``nn.Module.train``, except that a frozen encoder always runs as at inference (no dropout): its
+        hidden states are fixed features of the input, the same in every epoch."""
+        super().train(mode)
+        if self.config.freeze_encoder:
+            self.encoder.eval()
+        return self
 
     def init_weights(self) -> None:
         """Nothing to draw at construction: the encoder arrives initialised (pre-trained, or by its own class)
@@ -143,7 +162,8 @@ class HireModel(PreTrainedModel):
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         check_right_padded(attention_mask)
-        enc = self.encoder(input_ids, attention_mask, token_type_ids)
+        with torch.no_grad() if self.config.freeze_encoder else contextlib.nullcontext():
+            enc = self.encoder(input_ids, attention_mask, token_type_ids)
         head = self.head(enc.hidden_states, enc.mask)
         q = self.output(head.representation)  # eq. 8: (B, m)
         q = q.to(torch.promote_types(q.dtype, torch.float32))  # the softmax and loss in float32 at least
@@ -263,9 +283,10 @@ def _from_first_format(path: Path, values: dict[str, Any]) -> HireConfig:
 
 def build_model(encoder: str | PretrainedConfig, head: str = "hire", num_labels: int = 2,
                 head_options: dict[str, Any] | None = None, label_names: list[str] | None = None,
-                classifier_dropout: float = 0.1) -> HireModel:
+                classifier_dropout: float = 0.1, freeze_encoder: bool = False) -> HireModel:
     """The documented entry point: an encoder (hub name, local path, or a ``transformers`` config for
     random weights), a head name (``hire.heads.head_names()``) and the number of labels (1 = regression).
+    ``freeze_encoder``: train only the head and output layer on the encoder's fixed hidden states.
     """
     if isinstance(encoder, PretrainedConfig):
         enc, name = Encoder.from_config(encoder), f"<random {encoder.model_type}>"
@@ -274,7 +295,7 @@ def build_model(encoder: str | PretrainedConfig, head: str = "hire", num_labels:
     if label_names is not None and len(label_names) != num_labels:
         raise ValueError(f"{len(label_names)} label names for {num_labels} labels")
     config = HireConfig(encoder=name, head=head, head_options=dict(head_options or {}), label_names=label_names,
-                        classifier_dropout=classifier_dropout, num_labels=num_labels)
+                        classifier_dropout=classifier_dropout, num_labels=num_labels, freeze_encoder=freeze_encoder)
     return HireModel(config, enc)
 
 

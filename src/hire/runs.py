@@ -37,7 +37,7 @@ from typing import IO, Any
 
 import yaml
 
-from hire.config import ConfigError, RunConfig
+from hire.config import ConfigError, RunConfig, option_fields
 
 CHECKPOINT, CHECKPOINT_TMP, CHECKPOINT_OLD = "checkpoint", "checkpoint.tmp", "checkpoint.old"
 STAGED_BEST = "best"  # inside a checkpoint: the new best model, moved to <run>/best once the checkpoint is in
@@ -239,14 +239,18 @@ def folder_in_use(out: Path) -> bool:
 
 
 # -- deciding what to do with a folder ---------------------------------------------------------------
-def _comparable(values: dict[str, Any]) -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in values.items():
-        if isinstance(value, dict) and key in ("data", "model", "train"):
-            flat.update({f"{key}.{k}": v for k, v in value.items()})
-        elif key not in ("overwrite",):
-            flat[key] = value
-    return flat
+def config_changes(saved: Path, cfg: RunConfig) -> list[str]:
+    """The options (``--overwrite`` aside) in which the run saved in ``saved`` (its ``config.yaml``) differs
+    from ``cfg``; every option where the file does not read as a configuration."""
+    from hire.options import parse_options  # jsonargparse, only where a run folder is prepared
+
+    names = [name for name, _, _ in option_fields(RunConfig) if name != "overwrite"]
+    try:
+        values = yaml.safe_load(saved.read_text())
+        old = parse_options(values or {}) if isinstance(values, dict | type(None)) else None
+    except (yaml.YAMLError, ConfigError):
+        old = None
+    return [name for name in names if old is None or old.get(name) != cfg.get(name)]
 
 
 def check_output_dir(out: Path) -> None:
@@ -271,12 +275,7 @@ def prepare_run_dir(out: Path, cfg: RunConfig) -> RunState:
     saved = out / "config.yaml"
     if saved.is_file():
         recover(out)
-        try:
-            old = _comparable(yaml.safe_load(saved.read_text()) or {})
-        except yaml.YAMLError:
-            old = {}
-        new = _comparable(cfg.to_dict())
-        changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+        changed = config_changes(saved, cfg)
         checkpoint = out / CHECKPOINT / COMPLETE
         has_results = checkpoint.is_file() or (out / "best").exists() or (out / "metrics.json").exists()
         if cfg.overwrite:

@@ -54,11 +54,13 @@ def build_for_task(cfg: RunConfig, task: TaskData) -> tuple[HireModel, Any]:
     if m.init_from:  # e.g. MNLI before RTE: a new output layer when the label set differs
         model = HireModel.from_pretrained(m.init_from, num_labels=task.num_labels, label_names=task.label_names)
         model.config.text_columns = columns
+        model.freeze_encoder(m.freeze_encoder)
         return model, load_tokenizer(m.init_from)
     options = dict(m.head_options)
     if "seed" in head_options(m.head) and "seed" not in options:
         options["seed"] = cfg.train.seed  # Table 5's random scores: a new draw for every run seed
-    model = build_model(m.encoder, m.head, task.num_labels, options, task.label_names, m.classifier_dropout)
+    model = build_model(m.encoder, m.head, task.num_labels, options, task.label_names, m.classifier_dropout,
+                        freeze_encoder=m.freeze_encoder)
     model.config.text_columns = columns
     return model, load_tokenizer(m.encoder)
 

@@ -32,7 +32,7 @@ from hire.experiments.status import CellStatus, Estimates, cell_statuses, matche
 
 
 def cli_value(value: Any) -> str:
-    """A resolved option as ``hire train`` reads it back (``hire.cli.coerce``)."""
+    """A resolved option as ``hire train`` reads it back (:func:`hire.options.parse_options`)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:

@@ -27,7 +27,6 @@ completes whole seeds (paired comparisons) early.
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import itertools
 import json
@@ -35,14 +34,14 @@ import re
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin, get_type_hints
+from typing import Any, get_origin
 
 import yaml
 
-from hire.cli import coerce
-from hire.config import ConfigError, RunConfig
+from hire.config import ConfigError, RunConfig, option_fields
 from hire.data.examples import DataError
 from hire.data.glue import get_task
+from hire.options import by_name, parse_options
 
 TOP_KEYS = ("name", "description", "base", "seeds", "grid", "cells", "per_task", "baseline", "tables", "figure2")
 RUNNER_OWNED = ("output_dir", "overwrite")  # set by the runner for every cell
@@ -78,38 +77,25 @@ class Cell:
 
 
 # -- run options -------------------------------------------------------------------------------------
-def option_types(cls: type = RunConfig, prefix: str = "") -> dict[str, Any]:
+def option_types() -> dict[str, Any]:
     """Every run option by its dotted name (``train.lr``), with its declared type."""
-    hints, out = get_type_hints(cls), {}
-    for f in dataclasses.fields(cls):
-        if dataclasses.is_dataclass(hints[f.name]):
-            out.update(option_types(hints[f.name], f"{prefix}{f.name}."))
-        else:
-            out[prefix + f.name] = hints[f.name]
-    return out
-
-
-def flatten_config(values: dict[str, Any]) -> dict[str, Any]:
-    """``{"train": {"lr": x}}`` -> ``{"train.lr": x}``; dotted keys are kept as they are."""
-    flat: dict[str, Any] = {}
-    for key, value in (values or {}).items():
-        if isinstance(value, dict) and key in ("data", "model", "train"):
-            flat.update({f"{key}.{k}": v for k, v in value.items()})
-        else:
-            flat[key] = value
-    return flat
+    return {name: tp for name, tp, _ in option_fields(RunConfig)}
 
 
 def default_options() -> dict[str, Any]:
-    flat = flatten_config(RunConfig().to_dict())
-    return {k: v for k, v in flat.items() if k not in RUNNER_OWNED}
+    defaults = RunConfig()
+    return {name: defaults.get(name) for name in option_types() if name not in RUNNER_OWNED}
 
 
 def config_differences(saved: dict[str, Any], options: dict[str, Any]) -> list[str]:
     """Options in which a run folder's ``config.yaml`` (nested or flat) differs from a cell's options.
-    An option the saved file lacks counts as its default (an option added to the library later)."""
-    flat, defaults = flatten_config(saved), default_options()
-    return sorted(k for k in options if flat.get(k, defaults.get(k)) != options[k])
+    An option the saved file lacks counts as its default (an option added to the library later); a file that
+    does not read as a configuration differs in every option."""
+    try:
+        resolved = parse_options(saved)
+    except ConfigError:
+        return sorted(options)
+    return sorted(k for k in options if resolved.get(k) != options[k])
 
 
 def fail(path: Path | str, where: str, message: str) -> typing.NoReturn:
@@ -143,13 +129,10 @@ def check_option(path: Path, where: str, key: str, value: Any) -> Any:
         close = difflib.get_close_matches(key, list(types), n=1)
         fail(path, where, f"unknown run option {key!r}" + (f"; did you mean {close[0]!r}?" if close else
                                                           "; `hire train --help` lists them"))
-    tp = types[key]
-    if isinstance(value, bool) and get_origin(tp) is Literal and "no" in get_args(tp):
-        fail(path, where, f"{key}: YAML reads a bare no/yes as {value}; write it in quotes: \"no\"")
     try:
-        value = coerce(value, tp, key)
+        value = parse_options({key: value}).get(key)
     except ConfigError as err:
-        fail(path, where, str(err).removeprefix(f"{key}: "))
+        fail(path, where, str(err).removeprefix(f"--{key}: "))
     if key == "data.task" and value != "custom":
         try:
             value = get_task(value).name
@@ -166,7 +149,7 @@ def check_option(path: Path, where: str, key: str, value: Any) -> Any:
 def check_options(path: Path, where: str, mapping: Any) -> dict[str, Any]:
     """A mapping of run options (dotted or nested by section), each validated."""
     mapping = check_keys(mapping, None, path, where)
-    return {k: check_option(path, f"{where}.{k}", k, v) for k, v in flatten_config(mapping).items()}
+    return {k: check_option(path, f"{where}.{k}", k, v) for k, v in by_name(mapping).items()}
 
 
 # -- the base configuration --------------------------------------------------------------------------
@@ -215,7 +198,7 @@ def axis_values(path: Path, where: str, key: str, values: Any) -> list[Any]:
 def expand(path: Path, where: str, axes: Any, seeds: list[int] | None) -> list[dict[str, Any]]:
     """The declared options of every cell of one grid, seed-major (whole seeds complete first)."""
     axes = check_keys(axes, None, path, where)
-    columns = {k: axis_values(path, where, k, v) for k, v in flatten_config(axes).items()}
+    columns = {k: axis_values(path, where, k, v) for k, v in by_name(axes).items()}
     if "train.seed" not in columns and seeds:
         columns["train.seed"] = list(seeds)
     keys = sorted(columns, key=lambda k: k != "train.seed")

@@ -1,0 +1,246 @@
+"""Options to a :class:`~hire.config.RunConfig`, parsed by jsonargparse. ``hire train``'s command line, its
+``--config`` files, saved ``config.yaml`` files and the options of experiment cells all go through
+:func:`parse_options`: one way to turn options into a configuration.
+
+:func:`run_parser` has one option per field of the configuration (``--output_dir``, ``--data.task``,
+``--train.lr`` ...), grouped by section, with the field's ``help`` and default, and ``--config FILE``.
+jsonargparse merges the YAML file under the command line, converts every value to its field's type
+(``3e-5``, ``true``, ``null``, ``auto``) and refuses unknown options. What it does not do is here, and
+small: the command line overrides the file wherever ``--config`` stands (jsonargparse goes by position);
+``none`` reads as null (``hire.experiments.runner.cli_value`` writes it); a list may be one comma-separated
+word (``--data.text_columns sentence1,sentence2``) and a mapping ``key=value`` pairs
+(``--model.head_options fusion_layers=1``) besides JSON or YAML; a ``--config`` file is checked first, so
+that a missing file, bad YAML or an unknown key is one line naming the file (and the line).
+
+Errors are :class:`~hire.config.ConfigError` of one line that starts with the option or file at fault
+(``--train.lr: expected a number, not 'abc'``). The project's own rules (ranges, files, encoder, head) are
+:meth:`RunConfig.validate`'s, applied after parsing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import re
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin, get_type_hints
+
+import yaml
+from jsonargparse import ActionConfigFile, ArgumentParser, get_loader, set_loader
+
+from hire.config import ConfigError, RunConfig, describe_type, did_you_mean, option_fields
+
+SECTIONS = ("data", "model", "train")
+_yaml = get_loader("yaml")  # jsonargparse's YAML: 1e-4 is a number, as in YAML 1.2
+
+
+def _load(text: str) -> Any:
+    """A command-line value or a ``--config`` file: YAML, and ``none`` for null (``runner.cli_value``)."""
+    return None if text.strip() in ("none", "None") else _yaml(text)
+
+
+set_loader("hire", _load)
+
+
+class BadValue(argparse.ArgumentTypeError, ValueError):
+    """A value :func:`comma_list` or :func:`mapping` cannot read: argparse keeps its message for a command-line
+    word (an ``ArgumentTypeError``), jsonargparse for a value of a YAML file (a ``ValueError``)."""
+
+
+def comma_list(value: Any) -> list[str]:
+    """A list option: a YAML list, or one comma-separated word (``sentence1,sentence2``)."""
+    if not isinstance(value, list | str):
+        raise BadValue(f"expected a list of names or comma-separated names, not {value!r}")
+    if isinstance(value, str) and value.strip().startswith("["):  # a YAML list: [sentence1, sentence2]
+        value = _yaml(value)
+    items = value if isinstance(value, list) else value.split(",")
+    return [str(item).strip() for item in items if str(item).strip()]
+
+
+def mapping(value: Any) -> dict[str, Any]:
+    """A mapping option: a YAML mapping, JSON (``{"fusion_layers": 1}``) or ``key=value,key=value``."""
+    if isinstance(value, dict) or value is None:
+        return dict(value or {})
+    text = str(value).strip()
+    if text.startswith(("{", "[")):  # JSON, or YAML in flow style
+        try:
+            parsed = _yaml(text)
+        except yaml.YAMLError as err:
+            raise BadValue(f"not valid JSON or YAML ({' '.join(str(err).split())})") from None
+        if not isinstance(parsed, dict):
+            raise BadValue(f"expected a mapping, not {text}")
+        return parsed
+    pairs = [pair.partition("=") for pair in text.split(",") if pair.strip()]
+    for key, sep, _ in pairs:
+        if not sep or not key.strip():
+            raise BadValue(f"expected JSON or key=value pairs separated by commas, not {text!r}")
+    return {key.strip(): _yaml(raw) if raw.strip() else None for key, _, raw in pairs}
+
+
+class _Form:
+    """The type of an option that jsonargparse would not read from one word: the function that reads it
+    (argparse gives it the word, jsonargparse a YAML file's value), named in ``--help`` as the field's type."""
+
+    def __init__(self, read: Callable[[Any], Any], name: str) -> None:
+        self.read, self.name = read, name
+
+    def __call__(self, value: Any) -> Any:
+        return self.read(value)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+_FORMS = {list: _Form(comma_list, "list[str]"), dict: _Form(mapping, "dict[str, Any]")}
+
+
+class _ConfigFile(ActionConfigFile):
+    """``--config FILE``: read and checked here (one line naming the file, and the YAML line at fault), then
+    merged by jsonargparse, which takes a configuration as a file or as YAML text."""
+
+    def __call__(self, parser: Any, cfg: Any, values: Any, option_string: str | None = None) -> None:
+        options = read_config_file(values)
+        try:
+            self.apply_config(parser, cfg, self.dest, yaml.safe_dump(options))
+        except (KeyError, TypeError, argparse.ArgumentError) as err:
+            message = err.args[0] if isinstance(err, KeyError) else str(err)
+            raise ConfigError(f"--config {values}: {_one_line(message)}") from None
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """The options of a ``--config`` file: a UTF-8 YAML mapping, its sections mappings too (or empty)."""
+    path = Path(path)
+    where = f"--config {path}"
+    if path.is_dir():
+        raise ConfigError(f"{where}: a folder, not a YAML file")
+    if not path.is_file():
+        raise ConfigError(f"{where}: no such file")
+    try:
+        values = _load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{where}: not UTF-8 text") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(err, "problem", None) or " ".join(str(err).split())
+        raise ConfigError(f"{where}: not valid YAML ({at}{problem})") from None
+    if not isinstance(values, dict | type(None)):
+        raise ConfigError(f"{where}: expected a mapping of options at the top level")
+    values = _sections(values or {}, f"{where}: ")
+    names = [name for name, _, _ in option_fields(RunConfig)]
+    for name in by_name(values):  # here, not after the merge, where jsonargparse no longer knows the file
+        if name not in names:
+            raise ConfigError(f"{where}: unknown option {name!r}{did_you_mean(name, names)}")
+    return values
+
+
+def _sections(options: Mapping[str, Any], where: str = "") -> dict[str, Any]:
+    """``options`` with its sections checked: each a mapping, or empty (then left out)."""
+    for section in SECTIONS:
+        if not isinstance(options.get(section), dict | type(None)):
+            raise ConfigError(f"{where}{section} must be a mapping of options, not {options[section]!r}")
+    return {key: value for key, value in options.items() if not (key in SECTIONS and value is None)}
+
+
+@functools.cache
+def run_parser() -> ArgumentParser:
+    """The jsonargparse parser of ``hire train``: every field of :class:`RunConfig`, and ``--config``."""
+    parser = ArgumentParser(prog="hire train", exit_on_error=False, parser_mode="hire",
+                            description="Fine-tune an encoder with a head (default: HIRE) on a GLUE task or your "
+                            "own files. Every option below is also a key of a --config YAML file.")
+    parser.add_argument("--config", action=_ConfigFile, help="YAML file of options (e.g. configs/rte-minilm.yaml, "
+                        "or a run's config.yaml); the command line overrides it, wherever --config stands")
+    groups = {section: parser.add_argument_group(f"{section} options") for section in ("run", *SECTIONS)}
+    for name, tp, f in option_fields(RunConfig):
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        section = name.partition(".")[0] if "." in name else "run"
+        groups[section].add_argument(f"--{name}", type=_FORMS.get(get_origin(tp), tp), default=default,
+                                     help=f.metadata["help"])
+    return parser
+
+
+def parse_options(options: Sequence[str] | Mapping[str, Any]) -> RunConfig:
+    """A :class:`RunConfig` from command-line words or a mapping of options (by section, as ``config.yaml``,
+    or by dotted name, ``{"train.lr": 1e-4}``), over the defaults; not yet validated (``cfg.validate()``)."""
+    parser = run_parser()
+    try:
+        if isinstance(options, Mapping):
+            namespace = parser.parse_object(_sections(options))
+        else:
+            namespace = parser.parse_args(_config_first(list(options)))
+    except argparse.ArgumentError as err:
+        raise ConfigError(_one_line(str(err))) from None
+    values = namespace.as_dict()
+    values.pop("config", None)
+    return _build(RunConfig, values)
+
+
+def by_name(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Options by dotted name (``{"train.lr": x}``), from a mapping by section (``{"train": {"lr": x}}``, as
+    ``config.yaml``) or by name already."""
+    flat: dict[str, Any] = {}
+    for key, value in options.items():
+        if key in SECTIONS and isinstance(value, dict):
+            flat.update({f"{key}.{k}": v for k, v in value.items()})
+        else:
+            flat[key] = value
+    return flat
+
+
+def _build(cls: type, values: dict[str, Any]) -> Any:
+    hints = get_type_hints(cls)
+    return cls(**{k: _build(hints[k], v) if dataclasses.is_dataclass(hints[k]) else v for k, v in values.items()})
+
+
+def _config_first(argv: list[str]) -> list[str]:
+    """The ``--config FILE`` words first: jsonargparse applies the words in their order, and the command line
+    overrides the file wherever ``--config`` stands."""
+    configs, rest, words = [], [], iter(argv)
+    for word in words:
+        if word == "--config":
+            configs += [word, *([value] if (value := next(words, None)) is not None else [])]
+        elif word.startswith("--config="):
+            configs.append(word)
+        else:
+            rest.append(word)
+    return configs + rest
+
+
+_PARSER_KEY = re.compile(r'^Parser key "([^"]+)":\s*(.*)$', re.S)
+_GIVEN = re.compile(r"(?:Got value|Given value): (.*?)\s*$", re.S)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _one_line(message: str) -> str:
+    """jsonargparse's (or argparse's) message, in one line that starts with the option at fault."""
+    types = {name: tp for name, tp, _ in option_fields(RunConfig)}
+    message = message.strip()
+    if (found := _PARSER_KEY.match(message)) and found[1] in types:
+        key, detail = found[1], found[2]
+        given = _GIVEN.search(detail)
+        if detail.startswith(("Expected", "Does not validate")) and given:
+            value = given[1] if given[1] in ("True", "False", "None") or _is_number(given[1]) else repr(given[1])
+            quote = given[1] == "False" and get_origin(types[key]) is Literal and "no" in get_args(types[key])
+            hint = ' (YAML reads a bare no as false: write it in quotes, "no")' if quote else ""
+            return f"--{key}: expected {describe_type(types[key])}, not {value}{hint}"
+        return f"--{key}: {' '.join(detail.split())}"
+    if found := re.match(r"argument (--[\w.]+): (.*)$", message, re.S):
+        return f"{found[1]}: {' '.join(found[2].split())}"
+    if found := re.match(r"unrecognized arguments: (\S+)(.*)$", message, re.I | re.S):
+        option = found[1].partition("=")[0]
+        return f"unrecognized arguments: {found[1]}{found[2]}{did_you_mean(option, [f'--{n}' for n in types])}"
+    if found := re.search(r"(?:Option|Key) '([^']+)' is not (?:accepted|expected)", message):  # older: Key
+        return f"unknown option {found[1]!r}{did_you_mean(found[1], types)}"
+    return " ".join(message.split())
+
+
+__all__ = ["by_name", "comma_list", "mapping", "parse_options", "read_config_file", "run_parser"]
