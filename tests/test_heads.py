@@ -368,3 +368,31 @@ def test_baseline_heads_match_their_formulas(make_model, make_batch):
     s = torch.softmax(torch.tensor([0.5, -1.0, 2.0, 0.0]), 0)
     close("scalar-mix", per_example(lambda b, n: 1.7 * sum(s[i] * hs[i][b, 0] for i in range(NUM_STATES))))
     torch.testing.assert_close(run("scalar-mix").layer_weights, s.expand(len(lengths), -1))
+
+
+@pytest.mark.parametrize("activation", ["relu", "none"])
+def test_negative_scores_die_under_the_relu_of_eq_3_only(activation, make_model, make_batch):
+    """eq. 3's ReLU: scores pushed below zero give uniform weights and no gradient to the score layer ever
+    again; with ``score_activation="none"`` the same scores still rank the states and still learn."""
+    model = make_model("hire", head_options={"score_activation": activation}).train()
+    ids, mask = make_batch()
+    with torch.no_grad():
+        model.head.score.bias.fill_(-100.0)  # every w . u_i + b < 0
+    out = model(ids, mask, labels=torch.tensor([0, 1, 2]))
+    out.loss.backward()
+    uniform = torch.full_like(out.layer_weights, 1 / out.layer_weights.shape[1])
+    grad = model.head.score.weight.grad
+    if activation == "relu":
+        assert torch.equal(out.layer_weights, uniform) and torch.count_nonzero(grad) == 0
+    else:
+        assert not torch.allclose(out.layer_weights, uniform, atol=1e-4) and torch.count_nonzero(grad) > 0
+
+
+def test_score_activation_is_checked(make_config):
+    from hire.checks import check_head
+    from hire.config import ConfigError
+
+    with pytest.raises(ConfigError, match="score_activation must be"):
+        check_head("hire", {"score_activation": "sigmoid"})
+    with pytest.raises(ConfigError, match="has no option 'score_activation'"):
+        check_head("hire-mean-all", {"score_activation": "none"})

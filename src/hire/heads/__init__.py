@@ -19,7 +19,7 @@ from hire.heads.hire import HIRE, hire_lite
 
 # What each part of HIRE takes: the extractor Bi-GRU (eq. 2) exists only with dynamic scores, the fusion Bi-GRU
 # (eq. 7) only with fusion; dropout acts between the layers of either.
-_EXTRACTOR = ("extractor_hidden", "extractor_layers", "extractor_stride")
+_EXTRACTOR = ("extractor_hidden", "extractor_layers", "extractor_stride", "score_activation")
 _FUSION = ("fusion_layers", "fusion_hidden")
 
 register_head("hire", HIRE, "HIRE + fusion network, the full model (paper §2, Table 1)",

@@ -20,6 +20,9 @@ Variants (paper §4), all settings of this one module:
 - ``fusion_layers`` 0-3 (Table 6); 0 means c = M[:, 0].
 - ``extractor_hidden``, ``extractor_layers``, ``extractor_stride``, ``fusion_hidden``: a cheaper HIRE
   (``hire-lite``, beyond the paper): a smaller extractor that reads window means of ``stride`` tokens.
+- ``score_activation="none"`` (beyond the paper): alpha_i = w . u_i + b without the ReLU of eq. 3. With the
+  ReLU, a state whose score turns negative gets alpha_i = 0 and no gradient through it again; on small
+  encoders the scores of most or all states die that way and s becomes uniform (experiments/head-lr-minilm).
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ class HIRE(Head):
         extractor_stride: int = 1,
         fusion_hidden: int | None = None,
         dropout: float = 0.1,
+        score_activation: Literal["relu", "none"] = "relu",
     ):
         super().__init__()
         d, L1 = hidden_size, num_hidden_states
@@ -83,6 +87,8 @@ class HIRE(Head):
             raise ValueError(f"layers must be 'all', 'last' or 'first', not {layers!r}")
         if not 0 <= fusion_layers <= 3:
             raise ValueError(f"fusion_layers must be 0-3 (paper Table 6), not {fusion_layers}")
+        if score_activation not in ("relu", "none"):
+            raise ValueError(f"score_activation must be 'relu' (eq. 3) or 'none', not {score_activation!r}")
         if extractor_stride < 1:
             raise ValueError(f"extractor_stride must be at least 1, not {extractor_stride}")
         if not extractor and not fusion:
@@ -90,6 +96,7 @@ class HIRE(Head):
                              "'last-layer' head")
         self.weighting, self.use_extractor, self.use_fusion = weighting, extractor, fusion
         self.fusion_layers, self.stride = fusion_layers, extractor_stride
+        self.score_relu = score_activation == "relu"
         self.extractor: BiGRU | None = None
         if extractor and weighting == "dynamic":
             h_e = extractor_hidden or d
@@ -138,7 +145,8 @@ class HIRE(Head):
             lengths = masks.sum(-1)
         _, finals = self.extractor(x, lengths, need_outputs=False)  # (L1*B, 2 * layers, h_e)
         u = finals.reshape(L1, B, -1)  # eq. 2: (l+1, B, 4d)
-        alpha = F.relu(self.score(u)).squeeze(-1)  # eq. 3: (l+1, B)
+        alpha = self.score(u).squeeze(-1)
+        alpha = F.relu(alpha) if self.score_relu else alpha  # eq. 3: (l+1, B)
         alpha = alpha.to(torch.promote_types(alpha.dtype, torch.float32))  # the softmax in float32 at least
         return torch.softmax(alpha, dim=0).transpose(0, 1)  # eq. 4: (B, l+1)
 
