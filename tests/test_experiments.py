@@ -176,6 +176,24 @@ def test_report_from_records_alone_is_byte_identical(grid: Grid, tmp_path: Path)
     assert len(first[results / "tiny" / "figures" / "figure2_examples.csv"].decode().splitlines()) == 1 + 5
 
 
+@needs_glue
+def test_layer_weights_table_counts_the_states_whose_scores_died(grid: Grid, tmp_path: Path) -> None:
+    results = tmp_path / "experiments" / "tiny"
+    shutil.copytree(grid.results / "records", results / "records")
+    record = results / "records" / "MRPC__hire__seed2.json"
+    data = json.loads(record.read_text())
+    data["layer_weights"]["dev"]["mean"] = [0.3, 0.3, 0.4]  # two states at alpha = 0 on every example
+    record.write_text(json.dumps(data))
+    write_report(load_experiment(grid.path), results)
+    lines = (results / "tables" / "layer_weights.csv").read_text().splitlines()
+    assert lines[0] == "run,score,h0,h1,h2,flat states"
+    rows = {line.split(",")[0]: line.split(",") for line in lines[1:]}
+    assert sorted(rows) == ["MRPC__hire__seed1", "MRPC__hire__seed2"]  # last-layer weights no states
+    assert rows["MRPC__hire__seed2"][2:] == ["0.3000", "0.3000", "0.4000", "2"]
+    assert abs(sum(map(float, rows["MRPC__hire__seed1"][2:5])) - 1) < 1e-3
+    assert "## Mean importance score per hidden state" in (results / "report.md").read_text()
+
+
 # -- runner behaviour without training ---------------------------------------------------------------
 FAKE = """\
 base: {options: {data.task: RTE, model.encoder: unused}}

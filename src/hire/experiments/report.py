@@ -6,6 +6,7 @@
       tables/<table>.md|csv|json      the paper-style table, its data, every statistic
       figures/<table>_seeds.png       each seed's score per head and task
       figures/figure2.png + figure2_tasks.csv, figure2_examples.csv
+      tables/layer_weights.md|csv     every run's mean importance score per hidden state (heads that weight)
       summary.json                    progress, machines, precisions, training time
       report.md, report.html          everything on one page (the HTML is self-contained)
 
@@ -40,6 +41,37 @@ def _cells_rows(exp: Experiment, records: Records) -> list[list[str]]:
     return rows
 
 
+def layer_weights_rows(exp: Experiment, records: Records) -> list[tuple[str, float, list[float], int]]:
+    """Per run of a head that weights the hidden states: (cell, dev score, the mean weight of each state over
+    the first dev split, how many states share the smallest mean weight). With HIRE (eq. 3-4), two or more
+    states tied there to 6 decimals means alpha = ReLU(w . u + b) was 0 for them on every example: their
+    scores died, and s is flat over them."""
+    rows = []
+    for cell in exp.cells:
+        r = records.by_cell.get(cell.id)
+        weights = next(iter((r or {}).get("layer_weights", {}).values()), None)
+        if r is not None and weights is not None:
+            mean = weights["mean"]
+            tied = sum(abs(w - min(mean)) < 5e-7 for w in mean)
+            rows.append((cell.id, r["score"], mean, tied if tied > 1 else 0))
+    return rows
+
+
+def layer_weights_files(rows: list[tuple[str, float, list[float], int]]) -> tuple[str, str]:
+    """The per-run layer weights as Markdown (for report.md) and CSV."""
+    width = max(len(mean) for _, _, mean, _ in rows)
+    header = ["run", "score", *(f"h{i}" for i in range(width)), "flat states"]
+    lines = [[cell, f"{100 * score:.2f}", *(f"{w:.4f}" for w in mean), *[""] * (width - len(mean)), str(tied)]
+             for cell, score, mean, tied in rows]
+    md = ["## Mean importance score per hidden state (dev)", "",
+          "Each run's layer weights averaged over the dev examples (h0 = the embeddings). *flat states*: how many "
+          "states share the smallest mean weight (to 6 decimals); for HIRE's dynamic scores, 2 or more means that "
+          "eq. 3's ReLU gave them alpha = 0 on every example: their scores died, and s is uniform over them.", "",
+          "| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1),
+          *("| " + " | ".join(line) + " |" for line in lines)]
+    return "\n".join(md) + "\n", "\n".join(",".join(x) for x in [header, *lines]) + "\n"
+
+
 def write_report(exp: Experiment, exp_dir: Path) -> dict[str, Any]:
     """Write everything; returns the table data, the written paths and the summary."""
     exp_dir = Path(exp_dir)
@@ -67,10 +99,16 @@ def write_report(exp: Experiment, exp_dir: Path) -> dict[str, Any]:
         files[exp_dir / "figures" / "figure2_tasks.csv"] = left.encode()
         if right:
             files[exp_dir / "figures" / "figure2_examples.csv"] = right.encode()
+    weights = layer_weights_rows(exp, records)
+    weights_md = ""
+    if weights:
+        weights_md, weights_csv = layer_weights_files(weights)
+        files[exp_dir / "tables" / "layer_weights.md"] = weights_md.encode()
+        files[exp_dir / "tables" / "layer_weights.csv"] = weights_csv.encode()
     summary = rounded(runs_summary(exp, records))
     files[exp_dir / "summary.json"] = json_bytes(summary)
     files[exp_dir / "report.md"] = report_markdown(exp, tables, summary, [p.relative_to(exp_dir) for p in files
-                                                                       if p.suffix == ".png"]).encode()
+                                                                       if p.suffix == ".png"], weights_md).encode()
     files[exp_dir / "report.html"] = html.page(exp.name, exp.description, tables, pictures, summary, exp.text,
                                                _cells_rows(exp, records)).encode()
     changed = [path for path, data in files.items() if write_if_changed(path, data)]
@@ -78,7 +116,7 @@ def write_report(exp: Experiment, exp_dir: Path) -> dict[str, Any]:
 
 
 def report_markdown(exp: Experiment, tables: list[dict[str, Any]], summary: dict[str, Any],
-                    pngs: list[Path]) -> str:
+                    pngs: list[Path], weights_md: str = "") -> str:
     """The tables and figures on one Markdown page (report.html has the same and more)."""
     total = summary["total"]
     head = [f"# Experiment {exp.name}", "", exp.description, "",
@@ -86,6 +124,6 @@ def report_markdown(exp: Experiment, tables: list[dict[str, Any]], summary: dict
             f"{total['train_seconds'] / 3600:.2f} h in all. Machines: "
             + ("; ".join(f"{name} ({m['cells']} cells, {', '.join(m['precisions'])})"
                          for name, m in summary["machines"].items()) or "none yet") + ".", ""]
-    body = [markdown(t) for t in tables]
+    body = [markdown(t) for t in tables] + ([weights_md] if weights_md else [])
     pictures = [f"![{p.stem}]({p.as_posix()})" for p in sorted(pngs)]
     return "\n".join(head) + "\n" + "\n".join(body) + ("\n" + "\n\n".join(pictures) + "\n" if pictures else "")
