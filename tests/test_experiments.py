@@ -338,6 +338,9 @@ def test_example_experiment_files_load() -> None:
     counts = {p.stem: len(load_experiment(p).cells) for p in sorted((ROOT / "configs" / "experiments").glob("*.yaml"))}
     assert counts == {"ablations-minilm": 70, "beyond-minilm": 125, "feature-based-minilm": 12, "head-lr-minilm": 18,
                       "lr-sweep-minilm": 18, "precision-minilm": 12, "table1-minilm": 60}
+    figure2 = load_experiment(ROOT / "configs" / "experiments" / "head-lr-minilm.yaml").figure2
+    assert figure2 is not None and figure2.cells["CoLA"] == tuple(  # a row picked by its head options in where
+        f"CoLA__hire__score_activation=none__head_lr=None__seed{s}" for s in (1, 2, 3))
 
 
 @pytest.mark.parametrize(
@@ -356,6 +359,8 @@ def test_example_experiment_files_load() -> None:
                                                                    "task SST-2"),
         ("grid: {train.seed: [1, 1]}", "is the same cell as one of grid"),
         ("grid: {model.head: [hire]}\nper_task: {CoLA: {train.lr: 1}}", "per_task.CoLA: no cell of the experiment"),
+        ("grid: {model.head: [hire]}\nfigure2: {where: {train.lr: 0.5}}", "figure2: no cell of the experiment "
+                                                                          "matches its row and where"),
     ],
 )
 def test_bad_experiment_files_fail_with_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture, text: str,

@@ -106,7 +106,7 @@ def figure2_png(data: dict[str, Any]) -> bytes:
     left = axes[0][0]
     _heatmap(fig, left, [t["weights"] for t in tasks], annotate=len(tasks[0]["weights"]) <= 13)
     left.set_yticks(range(len(tasks)), [t["task"] for t in tasks])
-    left.set_title(f"{data['label']}: mean importance score per task ({data['select']} seed)", fontsize=10)
+    left.set_title(f"{data['label']}:\nmean importance score per task ({data['select']} seed)", fontsize=10)
     if examples:
         right = axes[0][1]
         _heatmap(fig, right, examples["weights"], annotate=False)

@@ -217,6 +217,7 @@ def resolve_figure2(path: Path, raw: dict[str, Any], cells: list[Cell], base: di
     spec = check_keys(raw.get("figure2"), FIGURE2_KEYS, path, "figure2")
     try:
         label, wanted = _row_spec(path, "figure2.row", spec.get("row", "hire"))
+        wanted = {**wanted, **check_options(path, "figure2.where", spec.get("where"))}  # e.g. the head's options
         chosen, tasks = _select(path, "figure2", [c for c in cells if _matches(c, wanted, base, identity)], spec,
                                 base, identity)
         by_task = {t: [c for c in chosen if c.task == t] for t in tasks}
@@ -226,6 +227,8 @@ def resolve_figure2(path: Path, raw: dict[str, Any], cells: list[Cell], base: di
             raise
         return None
     if not tasks:
+        if explicit:
+            fail(path, "figure2", "no cell of the experiment matches its row and where")
         return None
     examples_task = spec.get("examples_task") or ("SST-2" if "SST-2" in tasks else tasks[0])
     examples_task = check_option(path, "figure2.examples_task", "data.task", examples_task)
