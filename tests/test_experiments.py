@@ -192,6 +192,8 @@ def test_layer_weights_table_counts_the_states_whose_scores_died(grid: Grid, tmp
     assert rows["MRPC__hire__seed2"][2:] == ["0.3000", "0.3000", "0.4000", "2"]
     assert abs(sum(map(float, rows["MRPC__hire__seed1"][2:5])) - 1) < 1e-3
     assert "## Mean importance score per hidden state" in (results / "report.md").read_text()
+    page = (results / "report.html").read_text()
+    assert "<h2>Mean importance score per hidden state (dev)</h2>" in page and "<td>0.3000</td>" in page
 
 
 # -- runner behaviour without training ---------------------------------------------------------------

@@ -57,18 +57,26 @@ def layer_weights_rows(exp: Experiment, records: Records) -> list[tuple[str, flo
     return rows
 
 
-def layer_weights_files(rows: list[tuple[str, float, list[float], int]]) -> tuple[str, str]:
-    """The per-run layer weights as Markdown (for report.md) and CSV."""
+WEIGHTS_TITLE = "Mean importance score per hidden state (dev)"
+WEIGHTS_NOTE = ("Each run's layer weights averaged over the dev examples (h0 = the embeddings). *flat states*: how "
+                "many states share the smallest mean weight (to 6 decimals); for HIRE's dynamic scores, 2 or more "
+                "means that eq. 3's ReLU gave them alpha = 0 on every example: their scores died, and s is uniform "
+                "over them.")
+
+
+def layer_weights_table(rows: list[tuple[str, float, list[float], int]]) -> tuple[list[str], list[list[str]]]:
+    """The per-run layer weights as a header and text rows (for Markdown, CSV and HTML)."""
     width = max(len(mean) for _, _, mean, _ in rows)
     header = ["run", "score", *(f"h{i}" for i in range(width)), "flat states"]
     lines = [[cell, f"{100 * score:.2f}", *(f"{w:.4f}" for w in mean), *[""] * (width - len(mean)), str(tied)]
              for cell, score, mean, tied in rows]
-    md = ["## Mean importance score per hidden state (dev)", "",
-          "Each run's layer weights averaged over the dev examples (h0 = the embeddings). *flat states*: how many "
-          "states share the smallest mean weight (to 6 decimals); for HIRE's dynamic scores, 2 or more means that "
-          "eq. 3's ReLU gave them alpha = 0 on every example: their scores died, and s is uniform over them.", "",
-          "| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1),
-          *("| " + " | ".join(line) + " |" for line in lines)]
+    return header, lines
+
+
+def layer_weights_files(header: list[str], lines: list[list[str]]) -> tuple[str, str]:
+    """The per-run layer weights as Markdown (for report.md) and CSV."""
+    md = [f"## {WEIGHTS_TITLE}", "", WEIGHTS_NOTE, "", "| " + " | ".join(header) + " |",
+          "|---|" + "---:|" * (len(header) - 1), *("| " + " | ".join(line) + " |" for line in lines)]
     return "\n".join(md) + "\n", "\n".join(",".join(x) for x in [header, *lines]) + "\n"
 
 
@@ -100,9 +108,10 @@ def write_report(exp: Experiment, exp_dir: Path) -> dict[str, Any]:
         if right:
             files[exp_dir / "figures" / "figure2_examples.csv"] = right.encode()
     weights = layer_weights_rows(exp, records)
-    weights_md = ""
+    weights_md, weights_table = "", None
     if weights:
-        weights_md, weights_csv = layer_weights_files(weights)
+        weights_table = layer_weights_table(weights)
+        weights_md, weights_csv = layer_weights_files(*weights_table)
         files[exp_dir / "tables" / "layer_weights.md"] = weights_md.encode()
         files[exp_dir / "tables" / "layer_weights.csv"] = weights_csv.encode()
     summary = rounded(runs_summary(exp, records))
@@ -110,7 +119,7 @@ def write_report(exp: Experiment, exp_dir: Path) -> dict[str, Any]:
     files[exp_dir / "report.md"] = report_markdown(exp, tables, summary, [p.relative_to(exp_dir) for p in files
                                                                        if p.suffix == ".png"], weights_md).encode()
     files[exp_dir / "report.html"] = html.page(exp.name, exp.description, tables, pictures, summary, exp.text,
-                                               _cells_rows(exp, records)).encode()
+                                               _cells_rows(exp, records), weights_table).encode()
     changed = [path for path, data in files.items() if write_if_changed(path, data)]
     return {"tables": tables, "files": sorted(files), "changed": changed, "summary": summary}
 
