@@ -78,7 +78,6 @@ def page(exp_name: str, description: str, tables: list[dict[str, Any]], figures:
          summary: dict[str, Any], yaml_text: str, cells: list[list[str]],
          layer_weights: tuple[list[str], list[list[str]]] | None = None) -> str:
     """The whole report page; ``layer_weights``: the per-run weights table (header, rows), if any."""
-    from hire.experiments.report import WEIGHTS_NOTE, WEIGHTS_TITLE
 
     s = summary
     time_header = ["", "cells", "train min (total)", "train min (mean)", "wall min (total)", "precisions"]
@@ -96,7 +95,7 @@ def page(exp_name: str, description: str, tables: list[dict[str, Any]], figures:
             *(f'<p class="warn">{_e(w)}</p>' for w in warnings),
             "<h2>Tables</h2>", *(_result_tables(t) for t in tables),
             "<h2>Figures</h2>", *(_image(title, png) for title, png in figures),
-            *([f"<h2>{_e(WEIGHTS_TITLE)}</h2>", f"<p>{_e(WEIGHTS_NOTE)}</p>", table_html(*layer_weights)]
+            *([f"<h2>{_e(md.WEIGHTS_TITLE)}</h2>", f"<p>{_e(md.WEIGHTS_NOTE)}</p>", table_html(*layer_weights)]
               if layer_weights else []),
             "<h2>Machines, precision and time</h2>",
             table_html(["machine", *time_header[1:]], _time_rows(s["machines"])),

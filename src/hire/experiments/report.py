@@ -24,7 +24,7 @@ from hire.experiments.aggregate import aggregate_table, rounded
 from hire.experiments.experiment import Experiment
 from hire.experiments.records import Records, json_bytes, load_records, write_if_changed
 from hire.experiments.summary import runs_summary
-from hire.experiments.tables import csv_text, markdown
+from hire.experiments.tables import WEIGHTS_NOTE, WEIGHTS_TITLE, csv_text, markdown
 
 
 def _cells_rows(exp: Experiment, records: Records) -> list[list[str]]:
@@ -55,13 +55,6 @@ def layer_weights_rows(exp: Experiment, records: Records) -> list[tuple[str, flo
             tied = sum(abs(w - min(mean)) < 5e-7 for w in mean)
             rows.append((cell.id, r["score"], mean, tied if tied > 1 else 0))
     return rows
-
-
-WEIGHTS_TITLE = "Mean importance score per hidden state (dev)"
-WEIGHTS_NOTE = ("Each run's layer weights averaged over the dev examples (h0 = the embeddings). *flat states*: how "
-                "many states share the smallest mean weight (to 6 decimals); for HIRE's dynamic scores, 2 or more "
-                "means that eq. 3's ReLU gave them alpha = 0 on every example: their scores died, and s is uniform "
-                "over them.")
 
 
 def layer_weights_table(rows: list[tuple[str, float, list[float], int]]) -> tuple[list[str], list[list[str]]]:

@@ -19,6 +19,14 @@ from hire.data.glue import get_task
 AVERAGE = "Avg"
 
 
+# The per-run layer-weights table of a report (report.md, report.html).
+WEIGHTS_TITLE = "Mean importance score per hidden state (dev)"
+WEIGHTS_NOTE = ("Each run's layer weights averaged over the dev examples (h0 = the embeddings). *flat states*: how "
+                "many states share the smallest mean weight (to 6 decimals); for HIRE's dynamic scores, 2 or more "
+                "means that eq. 3's ReLU gave them alpha = 0 on every example: their scores died, and s is uniform "
+                "over them.")
+
+
 def signed(x: float | None) -> str:
     """``+0.8``, ``-0.2``; a difference that rounds to zero is ``+0.0``."""
     if x is None:
