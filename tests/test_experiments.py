@@ -348,8 +348,8 @@ def test_example_experiment_files_load() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("grids: {model.head: [hire]}", "top level: unknown key 'grids'; did you mean 'grid'?"),
-        ("grid: {model.hed: [hire]}", "grid.model.hed: unknown run option 'model.hed'; did you mean 'model.head'?"),
+        ("grids: {model.head: [hire]}", "top level: unknown key 'grids' (did you mean 'grid'?)"),
+        ("grid: {model.hed: [hire]}", "grid.model.hed: unknown run option 'model.hed' (did you mean 'model.head'?)"),
         ("grid: {model.head: [hyre]}", "grid.model.head: unknown head 'hyre'"),
         ("grid: {train.output_dir: [x]}", "unknown run option 'train.output_dir'"),
         ("grid: {train.mixed_precision: [no]}", "write it in quotes"),

@@ -31,10 +31,21 @@ class ConfigError(ValueError):
     """A bad option or configuration file; the message starts with the option or file at fault."""
 
 
-def _f(default: Any, help: str, **kw: Any) -> Any:
+Rule = tuple[str, Callable[[Any], bool]]  # a range: its text for messages, and the test
+_AT_LEAST_1 = (">= 1", lambda v: v >= 1)
+_POSITIVE = ("> 0", lambda v: v > 0)
+_NON_NEGATIVE = (">= 0", lambda v: v >= 0)
+_PROBABILITY = ("in [0, 1)", lambda v: 0 <= v < 1)  # dropout rates and Adam's betas
+_UNIT = ("in [0, 1]", lambda v: 0 <= v <= 1)
+_SEED = ("in [0, 2**32)", lambda v: 0 <= v < 2**32)
+_MAX_LENGTH = (f">= {MIN_MAX_LENGTH} (room for the special tokens and some text)", lambda v: v >= MIN_MAX_LENGTH)
+
+
+def _f(default: Any, help: str, ok: Rule | None = None) -> Any:
+    """A field with its ``--help`` text and its range, ``ok`` (None, where allowed, is always in range)."""
     if isinstance(default, (list, dict)):
-        return field(default_factory=lambda: type(default)(default), metadata={"help": help, **kw})
-    return field(default=default, metadata={"help": help, **kw})
+        return field(default_factory=lambda: type(default)(default), metadata={"help": help, "ok": ok})
+    return field(default=default, metadata={"help": help, "ok": ok})
 
 
 @dataclass
@@ -49,9 +60,9 @@ class DataConfig:
     text_columns: list[str] = _f(["sentence"], "custom task: one or two text column names, comma-separated")
     label_column: str = _f("label", "custom task: the label column")
     regression: bool = _f(False, "custom task: the label is a real number (else: classes)")
-    max_length: int = _f(128, "maximum tokens per example (longer ones are truncated)")
-    max_train_examples: int | None = _f(None, "use only the first N training examples (quick runs)")
-    max_eval_examples: int | None = _f(None, "use only the first N examples of each evaluation split")
+    max_length: int = _f(128, "maximum tokens per example (longer ones are truncated)", ok=_MAX_LENGTH)
+    max_train_examples: int | None = _f(None, "use only the first N training examples (quick runs)", ok=_AT_LEAST_1)
+    max_eval_examples: int | None = _f(None, "use only the first N examples of each evaluation split", ok=_AT_LEAST_1)
 
     def validate(self) -> None:
         """The task and the files it names; a GLUE task takes none of the custom task's options."""
@@ -88,7 +99,7 @@ class ModelArgs:
     head_options: dict[str, Any] = _f({}, "head options as JSON or key=value,key=value (e.g. fusion_layers=1)")
     init_from: str | None = _f(None, "start from an earlier fine-tuned model folder (e.g. MNLI before RTE); "
                                "a new output layer is made when the label set differs")
-    classifier_dropout: float = _f(0.1, "dropout before each product of the output layer")
+    classifier_dropout: float = _f(0.1, "dropout before each product of the output layer", ok=_PROBABILITY)
     freeze_encoder: bool = _f(False, "feature-based use: train only the head and output layer on the encoder's "
                               "fixed hidden states (no gradient into the encoder, no dropout in it)")
 
@@ -105,25 +116,27 @@ class ModelArgs:
 
 @dataclass
 class TrainConfig:
-    epochs: int = _f(10, "maximum training epochs (paper: 3-27, with early stopping)")
+    epochs: int = _f(10, "maximum training epochs (paper: 3-27, with early stopping)", ok=_AT_LEAST_1)
     batch_size: int = _f(32, "examples per optimizer step, the global batch: split evenly over the processes "
-                         "when several train together (paper: 16, 32 or 48)")
-    lr: float = _f(2e-5, "peak learning rate (paper: 1e-5 or 2e-5; small encoders want more)")
-    head_lr: float | None = _f(None, "learning rate of the head and output layer (default: --train.lr)")
-    weight_decay: float = _f(0.1, "decoupled weight decay (not on biases and LayerNorm weights)")
-    adam_beta1: float = _f(0.9, "Adam beta1")
-    adam_beta2: float = _f(0.98, "Adam beta2")
-    adam_eps: float = _f(1e-6, "Adam epsilon")
-    warmup_ratio: float = _f(0.06, "linear warm-up over this fraction of the steps, then linear decay")
-    max_grad_norm: float = _f(1.0, "gradient-norm clipping")
-    eval_every: int | None = _f(None, "evaluate every N optimizer steps (default: at the end of each epoch)")
-    patience: int | None = _f(None, "early stopping: stop after N evaluations without improvement")
-    checkpoint_every: int = _f(100, "save a resumable checkpoint every N steps (and at each evaluation)")
-    seed: int = _f(42, "random seed (data order, dropout, new weights)")
+                         "when several train together (paper: 16, 32 or 48)", ok=_AT_LEAST_1)
+    lr: float = _f(2e-5, "peak learning rate (paper: 1e-5 or 2e-5; small encoders want more)", ok=_NON_NEGATIVE)
+    head_lr: float | None = _f(None, "learning rate of the head and output layer (default: --train.lr)", ok=_POSITIVE)
+    weight_decay: float = _f(0.1, "decoupled weight decay (not on biases and LayerNorm weights)", ok=_NON_NEGATIVE)
+    adam_beta1: float = _f(0.9, "Adam beta1", ok=_PROBABILITY)
+    adam_beta2: float = _f(0.98, "Adam beta2", ok=_PROBABILITY)
+    adam_eps: float = _f(1e-6, "Adam epsilon", ok=_POSITIVE)
+    warmup_ratio: float = _f(0.06, "linear warm-up over this fraction of the steps, then linear decay", ok=_UNIT)
+    max_grad_norm: float = _f(1.0, "gradient-norm clipping", ok=_POSITIVE)
+    eval_every: int | None = _f(None, "evaluate every N optimizer steps (default: at the end of each epoch)",
+                                ok=_AT_LEAST_1)
+    patience: int | None = _f(None, "early stopping: stop after N evaluations without improvement", ok=_AT_LEAST_1)
+    checkpoint_every: int = _f(100, "save a resumable checkpoint every N steps (and at each evaluation)",
+                               ok=_AT_LEAST_1)
+    seed: int = _f(42, "random seed (data order, dropout, new weights)", ok=_SEED)
     mixed_precision: Literal["auto", "no", "bf16", "fp16"] = _f(
         "auto", "auto: bf16 where the hardware has fast bf16 (this CPU, recent GPUs), else fp32")
     group_by_length: bool = _f(True, "batch examples of similar length together (less padding)")
-    max_steps: int | None = _f(None, "stop after N optimizer steps (overrides epochs)")
+    max_steps: int | None = _f(None, "stop after N optimizer steps (overrides epochs)", ok=_AT_LEAST_1)
 
 
 @dataclass
@@ -143,19 +156,19 @@ class RunConfig:
     def validate(self) -> None:
         """Check every option before anything on disk changes; :class:`ConfigError` names the first bad one.
 
-        Types and ranges first (``RANGES``), then the task and its files, the output folder, the encoder and
+        Types and ranges (each field's ``ok``) first, then the task and its files, the output folder, the encoder and
         the head (which imports the heads, and with them torch).
         """
         from hire.checks import check_output_folder
 
-        for name, tp, _ in option_fields(RunConfig):
-            value = self.get(name)
+        for name, tp, f in option_fields(RunConfig):
+            value, rule = self.get(name), f.metadata["ok"]
             if not type_ok(value, tp):
                 raise ConfigError(f"--{name}: expected {describe_type(tp)}, not {value!r}")
             if isinstance(value, float) and not math.isfinite(value):
                 raise ConfigError(f"--{name}: must be a finite number, not {value}")
-            if value is not None and name in RANGES and not RANGES[name][1](value):
-                raise ConfigError(f"--{name}: must be {RANGES[name][0]}, not {value!r}")
+            if value is not None and rule is not None and not rule[1](value):
+                raise ConfigError(f"--{name}: must be {rule[0]}, not {value!r}")
         self.data.validate()
         check_output_folder(self.output_dir, "--output_dir")
         out = Path(self.output_dir).expanduser().resolve()
@@ -174,42 +187,10 @@ class RunConfig:
         return value
 
 
-def _rule(text: str, ok: Callable[[Any], bool]) -> tuple[str, Callable[[Any], bool]]:
-    return text, ok
-
-
-_AT_LEAST_1 = _rule(">= 1", lambda v: v >= 1)
-_POSITIVE = _rule("> 0", lambda v: v > 0)
-_NON_NEGATIVE = _rule(">= 0", lambda v: v >= 0)
-_PROBABILITY = _rule("in [0, 1)", lambda v: 0 <= v < 1)  # dropout rates and Adam's betas
-
-# Each option's range (None, where allowed, is always in range).
-RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
-    "data.max_length": _rule(f">= {MIN_MAX_LENGTH} (room for the special tokens and some text)",
-                             lambda v: v >= MIN_MAX_LENGTH),
-    "data.max_train_examples": _AT_LEAST_1,
-    "data.max_eval_examples": _AT_LEAST_1,
-    "model.classifier_dropout": _PROBABILITY,
-    "train.epochs": _AT_LEAST_1,
-    "train.batch_size": _AT_LEAST_1,
-    "train.lr": _NON_NEGATIVE,
-    "train.head_lr": _POSITIVE,
-    "train.weight_decay": _NON_NEGATIVE,
-    "train.adam_beta1": _PROBABILITY,
-    "train.adam_beta2": _PROBABILITY,
-    "train.adam_eps": _POSITIVE,
-    "train.warmup_ratio": _rule("in [0, 1]", lambda v: 0 <= v <= 1),
-    "train.max_grad_norm": _POSITIVE,
-    "train.eval_every": _AT_LEAST_1,
-    "train.patience": _AT_LEAST_1,
-    "train.checkpoint_every": _AT_LEAST_1,
-    "train.seed": _rule("in [0, 2**32)", lambda v: 0 <= v < 2**32),
-    "train.max_steps": _AT_LEAST_1,
-}
 # Ranges of head options, whichever head takes them (the heads check the rest when they are built).
-HEAD_OPTION_RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
+HEAD_OPTION_RANGES: dict[str, Rule] = {
     "dropout": _PROBABILITY,
-    "fusion_layers": _rule("0-3 (paper Table 6)", lambda v: 0 <= v <= 3),
+    "fusion_layers": ("0-3 (paper Table 6)", lambda v: 0 <= v <= 3),
     **{name: _AT_LEAST_1 for name in ("k", "extractor_hidden", "extractor_layers", "extractor_stride",
                                        "fusion_hidden")},
 }

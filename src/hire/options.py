@@ -180,13 +180,9 @@ def parse_options(options: Sequence[str] | Mapping[str, Any]) -> RunConfig:
 def by_name(options: Mapping[str, Any]) -> dict[str, Any]:
     """Options by dotted name (``{"train.lr": x}``), from a mapping by section (``{"train": {"lr": x}}``, as
     ``config.yaml``) or by name already."""
-    flat: dict[str, Any] = {}
-    for key, value in options.items():
-        if key in SECTIONS and isinstance(value, dict):
-            flat.update({f"{key}.{k}": v for k, v in value.items()})
-        else:
-            flat[key] = value
-    return flat
+    sections = {key for key, value in options.items() if key in SECTIONS and isinstance(value, dict)}
+    return {**{key: value for key, value in options.items() if key not in sections},
+            **{f"{key}.{k}": v for key in sections for k, v in options[key].items()}}
 
 
 def _build(cls: type, values: dict[str, Any]) -> Any:
@@ -197,27 +193,14 @@ def _build(cls: type, values: dict[str, Any]) -> Any:
 def _config_first(argv: list[str]) -> list[str]:
     """The ``--config FILE`` words first: jsonargparse applies the words in their order, and the command line
     overrides the file wherever ``--config`` stands."""
-    configs, rest, words = [], [], iter(argv)
-    for word in words:
-        if word == "--config":
-            configs += [word, *([value] if (value := next(words, None)) is not None else [])]
-        elif word.startswith("--config="):
-            configs.append(word)
-        else:
-            rest.append(word)
-    return configs + rest
+    first = {j for i, word in enumerate(argv) if word == "--config" for j in (i, i + 1)}
+    first |= {i for i, word in enumerate(argv) if word.startswith("--config=")}
+    return [argv[i] for i in sorted(first) if i < len(argv)] + [w for i, w in enumerate(argv) if i not in first]
 
 
 _PARSER_KEY = re.compile(r'^Parser key "([^"]+)":\s*(.*)$', re.S)
 _GIVEN = re.compile(r"(?:Got value|Given value): (.*?)\s*$", re.S)
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|[-+]?(nan|inf|infinity)", re.I)
 
 
 def _one_line(message: str) -> str:
@@ -228,7 +211,7 @@ def _one_line(message: str) -> str:
         key, detail = found[1], found[2]
         given = _GIVEN.search(detail)
         if detail.startswith(("Expected", "Does not validate")) and given:
-            value = given[1] if given[1] in ("True", "False", "None") or _is_number(given[1]) else repr(given[1])
+            value = given[1] if given[1] in ("True", "False", "None") or _NUMBER.fullmatch(given[1]) else repr(given[1])
             quote = given[1] == "False" and get_origin(types[key]) is Literal and "no" in get_args(types[key])
             hint = ' (YAML reads a bare no as false: write it in quotes, "no")' if quote else ""
             return f"--{key}: expected {describe_type(types[key])}, not {value}{hint}"

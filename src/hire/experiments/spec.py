@@ -27,7 +27,6 @@ completes whole seeds (paired comparisons) early.
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import json
 import re
@@ -38,7 +37,7 @@ from typing import Any, get_origin
 
 import yaml
 
-from hire.config import ConfigError, RunConfig, option_fields
+from hire.config import ConfigError, RunConfig, did_you_mean, option_fields
 from hire.data.examples import DataError
 from hire.data.glue import get_task
 from hire.options import by_name, parse_options
@@ -114,8 +113,7 @@ def check_keys(mapping: Any, allowed: typing.Iterable[str] | None, path: Path, w
     allowed = list(allowed)
     for key in mapping:
         if key not in allowed:
-            close = difflib.get_close_matches(str(key), allowed, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else f"; valid keys: {', '.join(allowed)}"
+            hint = did_you_mean(str(key), allowed) or f"; valid keys: {', '.join(allowed)}"
             fail(path, where, f"unknown key {key!r}{hint}")
     return mapping
 
@@ -126,9 +124,7 @@ def check_option(path: Path, where: str, key: str, value: Any) -> Any:
     if key in RUNNER_OWNED:
         fail(path, where, f"{key} is set by the experiment runner (runs_dir/name/cell-id); remove it")
     if key not in types:
-        close = difflib.get_close_matches(key, list(types), n=1)
-        fail(path, where, f"unknown run option {key!r}" + (f"; did you mean {close[0]!r}?" if close else
-                                                          "; `hire train --help` lists them"))
+        fail(path, where, f"unknown run option {key!r}{did_you_mean(key, types) or '; `hire train --help` lists them'}")
     try:
         value = parse_options({key: value}).get(key)
     except ConfigError as err:
