@@ -336,7 +336,7 @@ def machine() -> dict[str, Any]:
     except OSError:
         pass
     info: dict[str, Any] = {"cpu": cpu, "cpu_count": os.cpu_count(), "fast_bf16_cpu": cpu_has_fast_bf16(),
-                            "torch": torch.__version__, "transformers": transformers.__version__,
+                            "torch_threads": torch.get_num_threads(), "torch": torch.__version__, "transformers": transformers.__version__,
                             "python": platform.python_version()}
     if torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(0)
