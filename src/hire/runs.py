@@ -336,8 +336,8 @@ def machine() -> dict[str, Any]:
     except OSError:
         pass
     info: dict[str, Any] = {"cpu": cpu, "cpu_count": os.cpu_count(), "fast_bf16_cpu": cpu_has_fast_bf16(),
-                            "torch_threads": torch.get_num_threads(), "torch": torch.__version__, "transformers": transformers.__version__,
-                            "python": platform.python_version()}
+                            "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
+                            "transformers": transformers.__version__, "python": platform.python_version()}
     if torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(0)
         info["gpu_count"] = torch.cuda.device_count()
