@@ -117,42 +117,24 @@ GLUE_TASKS: dict[str, TaskSpec] = {
     ),
 }
 
+def _layouts(text_a: str, text_b: str | None, label: str | None, guid: str | None,
+             test_guid: str = "index") -> tuple[_Layout, _Layout]:
+    """A task's labelled and test layouts: the same text columns, the test split without labels."""
+    return _Layout(text_a, text_b, label, guid), _Layout(text_a, text_b, None, test_guid)
+
+
 # (labelled splits, test splits) per task.
 _LAYOUTS: dict[str, tuple[_Layout, _Layout]] = {
     "CoLA": (_Layout(3, None, 1, None, num_columns=4), _Layout("sentence", None, None, "index")),
-    "SST-2": (_Layout("sentence", None, "label", None), _Layout("sentence", None, None, "index")),
-    "MRPC": (
-        _Layout("#1 String", "#2 String", "Quality", None),
-        _Layout("#1 String", "#2 String", None, "index"),
-    ),
-    "STS-B": (
-        _Layout("sentence1", "sentence2", "score", "index"),
-        _Layout("sentence1", "sentence2", None, "index"),
-    ),
-    "QQP": (
-        _Layout("question1", "question2", "is_duplicate", "id"),
-        _Layout("question1", "question2", None, "id"),
-    ),
-    "MNLI": (
-        _Layout("sentence1", "sentence2", "gold_label", "index"),
-        _Layout("sentence1", "sentence2", None, "index"),
-    ),
-    "QNLI": (
-        _Layout("question", "sentence", "label", "index"),
-        _Layout("question", "sentence", None, "index"),
-    ),
-    "RTE": (
-        _Layout("sentence1", "sentence2", "label", "index"),
-        _Layout("sentence1", "sentence2", None, "index"),
-    ),
-    "WNLI": (
-        _Layout("sentence1", "sentence2", "label", "index"),
-        _Layout("sentence1", "sentence2", None, "index"),
-    ),
-    "AX": (
-        _Layout("sentence1", "sentence2", None, "index"),  # unused: AX has no labelled split
-        _Layout("sentence1", "sentence2", None, "index"),
-    ),
+    "SST-2": _layouts("sentence", None, "label", None),
+    "MRPC": _layouts("#1 String", "#2 String", "Quality", None),
+    "STS-B": _layouts("sentence1", "sentence2", "score", "index"),
+    "QQP": _layouts("question1", "question2", "is_duplicate", "id", test_guid="id"),
+    "MNLI": _layouts("sentence1", "sentence2", "gold_label", "index"),
+    "QNLI": _layouts("question", "sentence", "label", "index"),
+    "RTE": _layouts("sentence1", "sentence2", "label", "index"),
+    "WNLI": _layouts("sentence1", "sentence2", "label", "index"),
+    "AX": _layouts("sentence1", "sentence2", None, "index"),  # the labelled layout unused: AX has no labels
 }
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from hire.config import ConfigError
 from hire.layers.plan import FAMILIES, FAMILY_NAMES, parse_indices
+from hire.probing.cli import add_encoder_options, encoders_and_labels
 
 if TYPE_CHECKING:
     from hire.layers.runner import ReconstructOptions
@@ -59,15 +60,7 @@ def reconstruct_options(args: argparse.Namespace) -> ReconstructOptions:
     from hire.data.glue import get_task
     from hire.layers.runner import ReconstructOptions
 
-    encoders = [v.strip() for value in args.encoder or [] for v in value.split(",") if v.strip()]
-    labels = [v.strip() for value in args.labels or [] for v in value.split(",") if v.strip()]
-    if not encoders:
-        raise ConfigError("--encoder: give at least one encoder (hub name, folder, all-MiniLM-L6-v2, run folder)")
-    if labels and len(labels) != len(encoders):
-        raise ConfigError(f"--labels: {len(labels)} names for {len(encoders)} encoders")
-    if len(set(labels or encoders)) < len(encoders):
-        raise ConfigError("--labels: give each encoder a distinct name" if labels else
-                          "--encoder: the same encoder twice")
+    encoders, labels = encoders_and_labels(args)
     columns = [c.strip() for c in args.text_columns.split(",") if c.strip()]
     if args.input is not None:
         if args.task is not None or args.split is not None:
@@ -141,11 +134,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "trained masked-LM head where the checkpoint has one, else the tied input embeddings: logits = H E^T) "
         "and report the top-1 accuracy of recovering the unmasked input tokens at real positions (Kao et al.). "
         "Writes results.json, a table (Markdown, CSV) and a plot to --output_dir.")
-    re_.add_argument("--encoder", action="append", help="encoder, repeatable or comma-separated: hub name, "
-                     "local folder (a `hire deepen` output: duplicated layers are marked), all-MiniLM-L6-v2, "
-                     "a run folder or saved hire model (its fine-tuned encoder)")
-    re_.add_argument("--labels", action="append", help="names for the encoders in the table and plot, "
-                     "comma-separated (default: folder names, else the --encoder values)")
+    add_encoder_options(re_, "encoder (a `hire deepen` output has its duplicated layers marked)",
+                        "the table and plot, comma-separated (default: folder names, else the --encoder values)")
     re_.add_argument("--output_dir", default="runs/reconstruct", help="where results go (default: runs/reconstruct)")
     re_.add_argument("--report_only", action="store_true", help="only redraw the table and plot from "
                      "--output_dir/results.json")

@@ -29,6 +29,28 @@ def _names(values: list[str] | None) -> list[str]:
     return [v.strip() for value in values or [] for v in value.split(",") if v.strip()]
 
 
+def add_encoder_options(parser: argparse.ArgumentParser, encoder_help: str, labels_help: str) -> None:
+    """``--encoder`` and ``--labels``, as ``hire probe`` and ``hire reconstruct`` take them: repeatable or
+    comma-separated, one label per encoder."""
+    parser.add_argument("--encoder", action="append", help=f"{encoder_help}, repeatable or comma-separated: hub "
+                        "name, local folder, all-MiniLM-L6-v2, a run folder (its best/) or a saved model folder "
+                        "(its fine-tuned encoder)")
+    parser.add_argument("--labels", action="append", help=f"names for the encoders in {labels_help}")
+
+
+def encoders_and_labels(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """The ``--encoder`` and ``--labels`` words, checked: at least one encoder, a distinct name for each."""
+    encoders, labels = _names(args.encoder), _names(args.labels)
+    if not encoders:
+        raise ValueError("--encoder: give at least one encoder (hub name, folder, run folder or saved model)")
+    if labels and len(labels) != len(encoders):
+        raise ValueError(f"--labels: {len(labels)} names for {len(encoders)} encoders")
+    if len(set(labels or encoders)) < len(encoders):
+        raise ValueError("--labels: give each encoder a distinct name" if labels else
+                         "--encoder: the same encoder twice")
+    return encoders, labels
+
+
 def _positive(option: str, value: int | None) -> None:
     if value is not None and value < 1:
         raise ValueError(f"{option}: expected a positive integer, not {value}")
@@ -44,9 +66,7 @@ def options_from_args(args: argparse.Namespace) -> ProbeOptions:
     from hire.probing.tasks import CustomFiles
     from hire.runs import resolve_mixed_precision
 
-    encoders, tasks = _names(args.encoder), _names(args.task)
-    if not encoders:
-        raise ValueError("--encoder: give at least one encoder (hub name, folder, run folder or saved model)")
+    (encoders, labels), tasks = encoders_and_labels(args), _names(args.task)
     if not tasks:
         raise ValueError("--task: give at least one task (e.g. MR, SST-5, CoLA, MRPC, or custom)")
     for option in ("max_length", "batch_size", "max_train_examples", "max_eval_examples", "fit_threads"):
@@ -63,7 +83,7 @@ def options_from_args(args: argparse.Namespace) -> ProbeOptions:
     custom = CustomFiles(args.train_file, args.dev_file, args.test_file, columns, args.label_column, args.regression)
     probe = ProbeSettings(args.folds, _floats("--c_grid", args.c_grid), _floats("--alpha_grid", args.alpha_grid),
                           args.seed)
-    return ProbeOptions(encoders, tasks, args.output_dir, _names(args.labels),
+    return ProbeOptions(encoders, tasks, args.output_dir, labels,
                         str(Path(args.cache_dir or default_cache_dir()).expanduser()), args.data_dir,
                         args.senteval_dir, custom, args.max_length, args.batch_size, precision, args.cache_dtype,
                         device, args.max_train_examples, args.max_eval_examples, probe, args.fit_threads,
@@ -98,10 +118,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "regression probe (ridge for regression) on every hidden state x pooling (cls, sep, mean, max) and "
         "on concatenations of layers, under SentEval's protocol: 10-fold cross-validation where a task has "
         "no split, else train -> dev (and test where labelled). Writes tables, a plot and results.json.")
-    pr.add_argument("--encoder", action="append", help="encoder to probe, repeatable: hub name, local folder, "
-                    "all-MiniLM-L6-v2, a run folder (its best/) or a saved model folder (its fine-tuned encoder)")
-    pr.add_argument("--labels", action="append", help="names for the encoders in tables and plots, "
-                    "comma-separated (default: the --encoder values)")
+    add_encoder_options(pr, "encoder to probe", "tables and plots, comma-separated (default: the --encoder values)")
     pr.add_argument("--task", action="append", help="task, repeatable or comma-separated: a GLUE task (CoLA, "
                     "SST-2, MRPC, STS-B, RTE, ...), a --senteval_dir folder (MR, CR, MPQA, SST-5) or custom")
     pr.add_argument("--output_dir", default="runs/probe", help="where results go (default: runs/probe)")
