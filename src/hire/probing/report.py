@@ -180,12 +180,15 @@ def timing_section(results: dict[str, Any], labels: list[str]) -> str:
                 cached = "cached" if all(r["cached"].values()) else "encoded"
                 rows.append([name, label, str(r["sentences"]), cached, f"{r['seconds']['encode']:.1f}",
                              f"{r['seconds']['fit']:.1f}", str(len({(x['row'], x['pooling']) for x in r['rows']}))])
+    encode, fit = (sum(float(r[i]) for r in rows) for i in (4, 5))
+    total = (f"In all {(encode + fit) / 60:.1f} min: {encode / 60:.1f} encoding, {fit / 60:.1f} fitting "
+             "(encoding only where no features were cached).")
     m = results["machine"]
     where = (f"{m['device']}, {m['cpu_count']} CPUs ({m['processor']}), {m['torch_threads']} torch threads, "
              f"{m.get('fit_threads', 1)} BLAS thread(s) fitting, "
              f"precision {m['precision']}, features stored as {m['cache_dtype']}; torch {m['torch']}, "
              f"scikit-learn {m['sklearn']}")
-    return "\n".join(["## Time", "", where, "", _markdown(header, rows), ""])
+    return "\n".join(["## Time", "", where, "", _markdown(header, rows), "", total, ""])
 
 
 def write_report(results: dict[str, Any], out: str | Path) -> str:
