@@ -266,6 +266,32 @@ def test_probe_command_writes_every_output_and_the_report_regenerates(
 
 
 @needs_data
+def test_a_probe_grid_grows_by_encoders_and_tasks_without_refitting(
+        encoders: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out, cache = tmp_path / "probe", tmp_path / "cache"
+    first = _probe_args(encoders, out, cache, tasks="MR")
+    del first[3:5]  # the second --encoder
+    first[first.index("pre,tuned")] = "pre"
+    assert main(first) == 0
+    before = json.loads((out / "results.json").read_text())
+    assert list(before["tasks"]) == ["MR"] and list(before["tasks"]["MR"]["results"]) == ["pre"]
+
+    assert main(_probe_args(encoders, out, cache, tasks="MR,MRPC")) == 0  # one more encoder, one more task
+    after = json.loads((out / "results.json").read_text())
+    assert after["tasks"]["MR"]["results"]["pre"] == before["tasks"]["MR"]["results"]["pre"]  # kept, not refit
+    assert set(after["tasks"]["MR"]["results"]) == {"pre", "tuned"} and set(after["tasks"]) == {"MR", "MRPC"}
+    assert [e["label"] for e in after["encoders"]] == ["pre", "tuned"]
+    capsys.readouterr()
+
+    swapped = _probe_args(encoders, out, cache, tasks="MR,MRPC")
+    swapped[swapped.index("pre,tuned")] = "tuned,pre"  # the label "pre" would name other weights
+    assert main(swapped) == 2
+    assert "only add encoders and tasks" in capsys.readouterr().err
+    assert main(_probe_args(encoders, out, cache, tasks="MRPC")) == 2  # a task left out would be lost
+    assert json.loads((out / "results.json").read_text()) == after
+
+
+@needs_data
 def test_probe_command_errors_name_the_option(encoders: tuple[Path, Path], tmp_path: Path,
                                               capsys: pytest.CaptureFixture) -> None:
     assert main(_probe_args(encoders, tmp_path / "out", tmp_path / "cache", tasks="NoSuchTask")) == 2

@@ -123,7 +123,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                     "SST-2, MRPC, STS-B, RTE, ...), a --senteval_dir folder (MR, CR, MPQA, SST-5) or custom")
     pr.add_argument("--output_dir", default="runs/probe", help="where results go (default: runs/probe)")
     pr.add_argument("--overwrite", action="store_true",
-                    help="replace results of other options in --output_dir (the same options resume)")
+                    help="replace results of other options in --output_dir (the same options resume; a command "
+                    "that adds encoders or tasks keeps the results there and runs only the new ones)")
     pr.add_argument("--report_only", action="store_true", help="only redraw tables and figures from "
                     "--output_dir/results.json (as `hire probe-report`)")
     data = pr.add_argument_group("data options")

@@ -30,6 +30,7 @@ from hire.runs import cpu_has_fast_bf16
 from hire.runs import machine as run_machine
 
 RESULTS = "results.json"
+GROWS = ("encoders", "labels", "tasks")  # what a later command may add to (the rest must be the same)
 FORMAT = "hire-probe/1"
 
 
@@ -87,7 +88,8 @@ def _labels(options: ProbeOptions) -> list[str]:
 
 
 def _start(options: ProbeOptions, encoders: list[dict[str, Any]]) -> dict[str, Any]:
-    """A fresh results record, or the one in ``--output_dir`` when it was made by the same command."""
+    """A fresh results record, or the one in ``--output_dir`` when it was made by the same command or by one
+    that this command extends: the same options, with more encoders or tasks (whose results are kept)."""
     path = Path(options.output_dir) / RESULTS
     fresh = {"format": FORMAT, "config": options.comparable(), "encoders": encoders, "tasks": {},
              "machine": machine(options)}
@@ -97,13 +99,15 @@ def _start(options: ProbeOptions, encoders: list[dict[str, Any]]) -> dict[str, A
         old = json.loads(path.read_text())
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not valid JSON ({err}); pass --overwrite to start again") from err
-    same = old.get("config") == fresh["config"] and [e["fingerprint"] for e in old.get("encoders", [])] == [
-        e["fingerprint"] for e in encoders]
-    if not same:
-        raise ValueError(f"--output_dir {options.output_dir} holds probe results of other options or weights; "
-                         "pass --overwrite to replace them, or choose another folder")
-    old["machine"] = fresh["machine"]
-    return old
+    fixed = [{k: v for k, v in config.items() if k not in GROWS} for config in (old.get("config", {}), fresh["config"])]
+    weights = {e["label"]: e["fingerprint"] for e in encoders}
+    extends = fixed[0] == fixed[1] and set(old.get("config", {}).get("tasks", ())) <= set(options.tasks) and all(
+        weights.get(e["label"]) == e["fingerprint"] for e in old.get("encoders", []))
+    if not extends:
+        raise ValueError(f"--output_dir {options.output_dir} holds probe results of other options or weights (a "
+                         "later command may only add encoders and tasks); pass --overwrite to replace them, or "
+                         "choose another folder")
+    return {**old, "config": fresh["config"], "encoders": encoders, "machine": fresh["machine"]}
 
 
 def _save(results: dict[str, Any], out: Path) -> None:
