@@ -170,6 +170,34 @@ def averages_section(results: dict[str, Any], labels: list[str], out: Path) -> s
     return text
 
 
+def _best_of(table: dict[str, dict[str, float]], rows: list[str], name_row: bool = True) -> str:
+    """The best cell among ``rows`` of ``table``: ``"32.34 (4, mean)"``."""
+    row, pooling = _best({r: table[r] for r in rows})
+    where = f"{row.replace('(', '').replace(')', '')}, {pooling}" if name_row else pooling
+    return f"{_pct(table[row][pooling])} ({where})"
+
+
+def which_layer_section(results: dict[str, Any], labels: list[str], out: Path) -> str:
+    """Which layer to use: per task and encoder, the last layer (its best pooling), the best single hidden
+    state and the best concatenation, each with its pooling."""
+    header, rows = ["task", "encoder", "last layer", "best single state", "best concatenation"], []
+    for name, task in results["tasks"].items():
+        for label in labels:
+            if label not in task["results"]:
+                continue
+            table = grid(task["results"][label], task["headline"])
+            states = [row for row in table if row.isdigit()]
+            concatenations = [row for row in table if not row.isdigit()]
+            rows.append([name, label, _best_of(table, states[-1:], name_row=False), _best_of(table, states),
+                         _best_of(table, concatenations)])
+    _write(out / "which_layer.csv", _csv(header, rows))
+    text = "\n".join(["## Which layer? The last layer against the best single state and concatenation", "",
+                      "Scores x 100 on each task's headline split, with the hidden state (0 = embeddings) and "
+                      "pooling that gave them.", "", _markdown(header, rows), ""])
+    _write(out / "which_layer.md", text)
+    return text
+
+
 def timing_section(results: dict[str, Any], labels: list[str]) -> str:
     header = ["task", "encoder", "sentences", "features", "encode s", "fit s", "feature sets"]
     rows = []
@@ -201,7 +229,8 @@ def write_report(results: dict[str, Any], out: str | Path) -> str:
     sections = ["# Layer-wise probe", "", *encoders, ""]
     sections += [task_report(name, task, [x for x in labels if x in task["results"]], folds, out)
                  for name, task in results["tasks"].items()]
-    sections += [averages_section(results, labels, out), timing_section(results, labels)]
+    sections += [which_layer_section(results, labels, out), averages_section(results, labels, out),
+                 timing_section(results, labels)]
     text = "\n".join(sections)
     _write(out / "report.md", text)
     return text
