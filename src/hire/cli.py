@@ -3,7 +3,7 @@
 ``train`` is here; the commands on saved models and run folders are in :mod:`hire.commands`.
 
 ``hire train`` takes its options from the typed configuration in :mod:`hire.config` (``--train.lr``,
-``--model.head`` ...), optionally on top of a YAML file (``--config configs/rte-minilm.yaml``), parsed by
+``--model.head`` ...), optionally on top of a YAML file (``--config configs/cola-minilm.yaml``), parsed by
 jsonargparse (:mod:`hire.options`).
 Bad options and bad data stop the command, before anything on disk changes, with one line naming the
 option, file or line at fault (exit status 2); so do a full disk or a read-only folder, naming the path.

@@ -77,8 +77,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     check_max_length(args.max_length, config.get("encoder_config", {}), "--max_length")
     out = Path(args.output_dir or Path(args.model) / f"eval-{spec.name}")
     check_output_folder(out, "--output_dir")
-    from hire.data.tasks import load_task  # the heavy imports, once every option is checked
-    from hire.evaluation import predict_task
+    from hire.evaluation import predict_task  # the heavy imports, once every option is checked
+    from hire.tasks import load_task
 
     task = load_task(DataConfig(task=spec.name, data_dir=args.data_dir, max_eval_examples=args.max_examples),
                      with_train=False)

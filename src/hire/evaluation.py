@@ -24,10 +24,10 @@ from transformers import PreTrainedTokenizerBase
 from hire.checks import writing
 from hire.data.batching import Collator, EncodedSplit, LengthGroupedBatches, encode
 from hire.data.examples import Example
-from hire.data.tasks import TaskData
 from hire.metrics import compute_metrics, main_score
 from hire.model import HireModel
 from hire.runs import replacing
+from hire.tasks import TaskData
 
 
 @dataclass

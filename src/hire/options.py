@@ -150,7 +150,7 @@ def run_parser() -> ArgumentParser:
     parser = ArgumentParser(prog="hire train", exit_on_error=False, parser_mode="hire",
                             description="Fine-tune an encoder with a head (default: HIRE) on a GLUE task or your "
                             "own files. Every option below is also a key of a --config YAML file.")
-    parser.add_argument("--config", action=_ConfigFile, help="YAML file of options (e.g. configs/rte-minilm.yaml, "
+    parser.add_argument("--config", action=_ConfigFile, help="YAML file of options (e.g. configs/cola-minilm.yaml, "
                         "or a run's config.yaml); the command line overrides it, wherever --config stands")
     groups = {section: parser.add_argument_group(f"{section} options") for section in ("run", *SECTIONS)}
     for name, tp, f in option_fields(RunConfig):

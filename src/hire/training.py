@@ -26,7 +26,6 @@ from transformers import get_linear_schedule_with_warmup
 from hire.config import ConfigError, RunConfig, check_max_length
 from hire.data.batching import Collator, LengthGroupedBatches, encode
 from hire.data.glue import task_text_columns
-from hire.data.tasks import TaskData, load_task
 from hire.evaluation import eval_loader, predict, predict_task, score
 from hire.heads import head_options
 from hire.model import HireModel, build_model, load_tokenizer
@@ -46,6 +45,7 @@ from hire.runs import (
     write_atomic,
 )
 from hire.sharing import ModelCard, write_model_card
+from hire.tasks import TaskData, load_task
 
 
 def build_for_task(cfg: RunConfig, task: TaskData) -> tuple[HireModel, Any]:

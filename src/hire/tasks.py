@@ -1,4 +1,6 @@
-"""One view of a task, whether a GLUE task or a user's own files: its splits, labels and metrics.
+"""One view of a task, whether a GLUE task or a user's own files: its splits, labels and metrics, from the
+run configuration's ``data`` section. Outside :mod:`hire.data`, which reads files and knows neither the
+configuration nor the metrics.
 
 Every split is read (and so every bad row reported) before any training starts.
 """
