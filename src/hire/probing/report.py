@@ -200,15 +200,15 @@ def which_layer_section(results: dict[str, Any], labels: list[str], out: Path) -
 
 def timing_section(results: dict[str, Any], labels: list[str]) -> str:
     header = ["task", "encoder", "sentences", "features", "encode s", "fit s", "feature sets"]
-    rows = []
+    rows, encode, fit = [], 0.0, 0.0
     for name, task in results["tasks"].items():
         for label in labels:
             if label in task["results"]:
                 r = task["results"][label]
+                encode, fit = encode + r["seconds"]["encode"], fit + r["seconds"]["fit"]
                 cached = "cached" if all(r["cached"].values()) else "encoded"
                 rows.append([name, label, str(r["sentences"]), cached, f"{r['seconds']['encode']:.1f}",
                              f"{r['seconds']['fit']:.1f}", str(len({(x['row'], x['pooling']) for x in r['rows']}))])
-    encode, fit = (sum(float(r[i]) for r in rows) for i in (4, 5))
     total = (f"In all {(encode + fit) / 60:.1f} min: {encode / 60:.1f} encoding, {fit / 60:.1f} fitting "
              "(encoding only where no features were cached).")
     m = results["machine"]

@@ -26,7 +26,6 @@ from hire.probing.classifiers import ProbeSettings, cv_folds, feature_sets, prob
 from hire.probing.features import FeatureSettings, _atomic_write, split_features
 from hire.probing.sources import EncoderSource, fingerprint, resolve_source
 from hire.probing.tasks import CustomFiles, ProbeTask, load_probe_task, subsample
-from hire.runs import cpu_has_fast_bf16
 from hire.runs import machine as run_machine
 
 RESULTS = "results.json"
@@ -70,7 +69,8 @@ def machine(options: ProbeOptions) -> dict[str, Any]:
     device = options.device
     if device.startswith("cuda"):
         device = f"{device} ({torch.cuda.get_device_name(torch.device(device))})"
-    return {"platform": platform.platform(), "processor": run_machine()["cpu"], "fast_bf16_cpu": cpu_has_fast_bf16(),
+    host = run_machine()  # the CPU's name and bf16 units, as training runs record them
+    return {"platform": platform.platform(), "processor": host["cpu"], "fast_bf16_cpu": host["fast_bf16_cpu"],
             "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(), "device": device,
             "fit_threads": options.fit_threads,
             "precision": options.mixed_precision, "cache_dtype": options.cache_dtype,
