@@ -294,8 +294,10 @@ def test_report_aggregates_synthetic_records(tmp_path: Path) -> None:
         values = scores[(cell.task, cell.head)]
         if cell.seed <= len(values):
             score = values[cell.seed - 1]
+            precision = "no" if cell.task == "CoLA" else "bf16"
             record = {"cell": cell.id, "config": cell.options, "task": cell.task, "head": cell.head, "score": score,
-                      "dev": {"dev": {"mcc": score, "score": score}}, "train_seconds": 60.0, "mixed_precision": "no",
+                      "dev": {"dev": {"mcc": score, "score": score}}, "train_seconds": 60.0,
+                      "mixed_precision": precision,
                       "machine": {"cpu": "test CPU", "cpu_count": 2}}
             (records / f"{cell.id}.json").write_text(json.dumps(record))
     data = write_report(exp, tmp_path / "out")["tables"][0]
@@ -313,6 +315,8 @@ def test_report_aggregates_synthetic_records(tmp_path: Path) -> None:
     markdown = (tmp_path / "out" / "tables" / "all.md").read_text()
     assert "| last-layer | 60.0 | **70.0** | 65.0 |" in markdown
     assert "| hire | **63.0** (+3.0) | **70.0** (+0.0) n=4 | **66.5** (+1.5) n=4 |" in markdown
+    assert "Precision: bf16 (RTE); fp32 (CoLA): the table mixes precisions across tasks." in markdown
+    assert data["precisions"] == {"CoLA": ["fp32"], "RTE": ["bf16"]}
     assert "| hire − last-layer | +3.0 [" in markdown and "p=0.062; median +3.0 (n=5)" in markdown
     csv_lines = (tmp_path / "out" / "tables" / "all.csv").read_text().splitlines()
     assert csv_lines[0].startswith("table,row,baseline,task,metric,cells,n,median")

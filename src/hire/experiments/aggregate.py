@@ -56,6 +56,17 @@ def _cell(scores: dict[int, float], expected: int, partner: dict[int, float] | N
     return result
 
 
+PRECISION_NAMES = {"no": "fp32"}
+
+
+def task_precisions(table: Table, records: Records) -> dict[str, list[str]]:
+    """task -> the precisions its recorded cells trained in (``fp32``, ``bf16``, ...), over every row."""
+    return {task: sorted({PRECISION_NAMES.get(p, p) for (_, t), ids in table.cells.items() if t == task
+                          for cid in ids if cid in records.by_cell
+                          and (p := str(records.by_cell[cid].get("mixed_precision"))) != "None"})
+            for task in table.tasks}
+
+
 def aggregate_table(exp: Experiment, table: Table, records: Records) -> dict[str, Any]:
     """Everything a table shows, as JSON-ready data."""
     scores = {row.key: row_scores(exp, table, row, records) for row in table.rows}
@@ -79,7 +90,7 @@ def aggregate_table(exp: Experiment, table: Table, records: Records) -> dict[str
                      "baseline": labels[row.partner] if row.partner else None, "tasks": tasks, "average": average})
     return {"table": table.name, "title": table.title, "tasks": list(table.tasks),
             "metrics": {t: table.metrics.get(t, "score") for t in table.tasks}, "baseline": table.baseline,
-            "note": table.note, "rows": rows}
+            "note": table.note, "precisions": task_precisions(table, records), "rows": rows}
 
 
 def rounded(value: Any, digits: int = 6) -> Any:

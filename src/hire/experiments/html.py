@@ -49,7 +49,8 @@ def _result_tables(data: dict[str, Any]) -> str:
     scores = "; ".join(f"{t}: {md.metric_text(t, m)}" for t, m in data["metrics"].items())
     parts = [f"<h3>{_e(data['title'])}</h3>",
              f'<p class="note">Median of n={seeds} seeds (x100); in brackets the difference to the baseline\'s '
-             f"median. Scores: {_e(scores)}. {_e(data['note'])}</p>", table_html(header, medians, classes),
+             f"median. Scores: {_e(scores)}. {_e(md.precision_text(data.get('precisions', {})))} "
+             f"{_e(data['note'])}</p>", table_html(header, medians, classes),
              "<p class=note>Mean ± standard deviation over seeds</p>", table_html(header, spread, classes)]
     compared = [r for r in rows if r["baseline"]]
     if compared:

@@ -115,6 +115,18 @@ def typical_seeds(data: dict[str, Any]) -> int:
     return max(set(counts), key=counts.count) if counts else 0
 
 
+def precision_text(precisions: dict[str, list[str]]) -> str:
+    """``Precision: bf16.``, or, where the tasks differ, which tasks trained in which precision."""
+    kinds = {" and ".join(p) for p in precisions.values() if p}
+    if not kinds:
+        return ""
+    if len(kinds) == 1:
+        return f"Precision: {kinds.pop()}."
+    groups = {kind: [t for t, p in precisions.items() if " and ".join(p) == kind] for kind in sorted(kinds)}
+    return ("Precision: " + "; ".join(f"{kind} ({', '.join(tasks)})" for kind, tasks in groups.items())
+            + ": the table mixes precisions across tasks.")
+
+
 def _table(header: list[str], lines: list[list[str]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
     return out + ["| " + " | ".join(cells) + " |" for cells in lines]
@@ -134,8 +146,8 @@ def markdown(data: dict[str, Any]) -> str:
                            for r in rows])
     scores = "; ".join(f"{t}: {metric_text(t, m)}" for t, m in data["metrics"].items())
     out += ["", f"Scores: {scores}." + (f" {AVERAGE}: mean over the tasks (GLUE-style)." if len(cols) > 1 else "")
-            + f" n={seeds} seeds per cell; a cell with fewer says so (n=k)." + (f" {data['note']}" if data["note"]
-                                                                                 else "")]
+            + f" n={seeds} seeds per cell; a cell with fewer says so (n=k)."
+            + "".join(f" {text}" for text in (precision_text(data.get("precisions", {})), data["note"]) if text)]
     out += ["", "### Mean ± standard deviation over seeds", ""]
     out += _table(header, [[_escape(r["label"]), *(spread_cell(r, k) for _, k in cols)] for r in rows])
     compared = [r for r in rows if r["baseline"]]
