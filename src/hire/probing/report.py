@@ -161,8 +161,9 @@ def averages_section(results: dict[str, Any], labels: list[str], out: Path) -> s
                 rows.append([name, label, *[_pct(avg[p]) for p in POOLINGS]])
     if len(results["tasks"]) > 1:
         for label, avgs in per_label.items():
-            if avgs:
-                rows.append(["mean", label, *[_pct(sum(a[p] for a in avgs) / len(avgs)) for p in POOLINGS]])
+            if avgs:  # an encoder probed on fewer tasks than the grid says over how many it averages
+                name = "mean" if len(avgs) == len(results["tasks"]) else f"mean of {len(avgs)} tasks"
+                rows.append([name, label, *[_pct(sum(a[p] for a in avgs) / len(avgs)) for p in POOLINGS]])
     _write(out / "poolings.csv", _csv(header, rows))
     text = "\n".join(["## Pooling averages over layers 1..l (the study's Table 1)", "",
                       _markdown(header, rows), ""])
