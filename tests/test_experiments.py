@@ -252,6 +252,48 @@ def test_a_folder_locked_by_a_training_process_counts_as_running(tmp_path: Path,
     assert "2 cells: 0 done, 0 recorded, 1 running, 0 started, 1 left" in capsys.readouterr().out
 
 
+def test_a_cell_adopts_only_the_record_of_an_identical_configuration(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture) -> None:
+    """The sweep's cell at the chosen rate is the table's seed-1 cell: trained once, recorded in both."""
+    from hire.options import parse_options
+
+    (tmp_path / "sweep.yaml").write_text("name: sweep\n" + FAKE)
+    (tmp_path / "table.yaml").write_text("name: table\n" + FAKE.replace("seeds: [1]", "seeds: [1, 2]"))
+    sweep, table = load_experiment(tmp_path / "sweep.yaml"), load_experiment(tmp_path / "table.yaml")
+    source = tmp_path / "experiments" / "sweep" / "records"
+    source.mkdir(parents=True)
+    for cell in sweep.cells:
+        config = parse_options(cell.options).to_dict()
+        for key in ("output_dir", "overwrite"):
+            config.pop(key, None)
+        if cell.head == "hire":
+            config["train"]["lr"] = 3e-4  # trained with another rate than the table's: not the same cell
+        record = {"experiment": "sweep", "cell": cell.id, "config": config, "task": cell.task, "head": cell.head,
+                  "score": 0.7, "dev": {"dev": {"accuracy": 0.7, "score": 0.7}}, "mixed_precision": "no"}
+        (source / f"{cell.id}.json").write_text(json.dumps(record))
+    args = ["experiment", "adopt", str(tmp_path / "table.yaml"), "--from", str(tmp_path / "sweep.yaml"),
+            "--runs_dir", str(tmp_path / "runs"), "--experiments_dir", str(tmp_path / "experiments")]
+    assert main([*args, "--dry_run"]) == 0
+    assert "would adopt RTE__last-layer__seed1 <- sweep/RTE__last-layer__seed1" in capsys.readouterr().out
+    target = tmp_path / "experiments" / "table" / "records"
+    assert not target.exists()
+    assert main(args) == 0
+    assert "table: 1 cells adopted a record" in capsys.readouterr().out
+    assert sorted(p.name for p in target.iterdir()) == ["RTE__last-layer__seed1.json"]
+    copy = json.loads((target / "RTE__last-layer__seed1.json").read_text())
+    assert copy["experiment"] == "table" and copy["score"] == 0.7
+    assert copy["adopted_from"] == {"experiment": "sweep", "cell": "RTE__last-layer__seed1"}
+    states = {s.cell.id: s.state for s in cell_statuses(table, tmp_path / "runs", target)}
+    assert states == {"RTE__last-layer__seed1": "recorded", "RTE__hire__seed1": "left",
+                      "RTE__last-layer__seed2": "left", "RTE__hire__seed2": "left"}
+    assert main(args) == 0 and "table: 0 cells adopted" in capsys.readouterr().out  # never twice
+    write_report(table, tmp_path / "experiments" / "table")
+    assert "1 of 4 cells recorded (1 of them trained once, for another experiment: sweep 1)" in (
+        tmp_path / "experiments" / "table" / "report.md").read_text()
+    assert main([*args[:4], str(tmp_path / "nowhere"), *args[5:]]) == 2
+    assert "--from " in capsys.readouterr().err
+
+
 # -- statistics and aggregation against hand-computed values -----------------------------------------
 def test_statistics_against_hand_computed_values() -> None:
     s = summarize([3, 1, 2, 5, 4])

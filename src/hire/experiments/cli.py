@@ -1,4 +1,4 @@
-"""``hire experiment run|status|collect|report EXPERIMENT.yaml``: multi-seed grids and the paper's tables."""
+"""``hire experiment run|status|collect|adopt|report EXPERIMENT.yaml``: multi-seed grids and the paper's tables."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ examples:
   hire experiment status configs/experiments/table1-minilm.yaml
   hire experiment run configs/experiments/table1-minilm.yaml --only data.task=RTE --max_runs 2
   hire experiment run configs/experiments/table1-minilm.yaml --time_budget 120
+  hire experiment adopt configs/experiments/table1-minilm.yaml --from experiments/lr-sweep-minilm
   hire experiment report configs/experiments/table1-minilm.yaml
 """
 
@@ -67,6 +68,26 @@ def _cmd_collect(args: argparse.Namespace) -> int:
           f"{len(result['unchanged'])} unchanged, {len(result['unfinished'])} cells unfinished")
     for cid in result["changed_config"]:
         print(f"  {cid}: its run folder holds another configuration than the file declares; no record")
+    return 0
+
+
+def _cmd_adopt(args: argparse.Namespace) -> int:
+    from hire.experiments.adopt import adopt
+    from hire.experiments.experiment import load_experiment
+    from hire.experiments.status import matches_only, parse_only
+
+    exp, runs_dir, exp_dir = _load(args)
+    sources = [Path(args.experiments_dir) / load_experiment(s).name if s.endswith((".yaml", ".yml")) else Path(s)
+               for s in args.sources]
+    for source in sources:
+        if not (source / "records").is_dir():
+            raise ValueError(f"--from {source}: no records/ folder there (give an experiment file or its "
+                             "results folder, e.g. experiments/lr-sweep-minilm)")
+    only = parse_only(exp, args.only)
+    adopted = adopt(exp, runs_dir, exp_dir, sources, only=lambda cell: matches_only(cell, only),
+                    dry_run=args.dry_run)
+    print(f"{exp.name}: {len(adopted)} cells {'would adopt' if args.dry_run else 'adopted'} a record from "
+          f"{', '.join(map(str, sources))}")
     return 0
 
 
@@ -141,6 +162,18 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                       "(Re)write experiments/<name>/records/ from the finished run folders (`run` does this "
                       "after each cell; use it after training cells by hand or changing figure2).")
     collect.set_defaults(func=_cmd_collect)
+
+    adopt = command("adopt", "take the records of identical cells from other experiments instead of training",
+                    "A cell with no run folder and no record here takes the record of a cell of another "
+                    "experiment whose configuration is the same in every run option (e.g. the learning-rate "
+                    "sweep's cell at the chosen rate is Table 1's last-layer cell of seed 1). The copy says "
+                    "where it came from (adopted_from); nothing is adopted across any difference.")
+    adopt.add_argument("--from", dest="sources", action="append", required=True, metavar="EXPERIMENT",
+                       help="an experiment file or its results folder (experiments/<name>) to take records "
+                       "from; repeatable")
+    selection(adopt)
+    adopt.add_argument("--dry_run", action="store_true", help="say what would be adopted, write nothing")
+    adopt.set_defaults(func=_cmd_adopt)
 
     report = command("report", "make the tables, figures and HTML page from the records",
                      "Make tables (Markdown, CSV, JSON), figures (Figure 2, seed spread) and a self-contained "

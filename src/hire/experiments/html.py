@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from hire.experiments import tables as md
+from hire.experiments.summary import adopted_text
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; padding: 0 1em; }
@@ -91,7 +92,8 @@ def page(exp_name: str, description: str, tables: list[dict[str, Any]], figures:
         warnings.append(f"{len(s['records_not_in_grid'])} records are of cells the file no longer declares "
                         f"(left out): {', '.join(s['records_not_in_grid'])}")
     body = [f"<h1>Experiment {_e(exp_name)}</h1>", f"<p>{_e(description)}</p>" if description else "",
-            f"<p>{s['with_records']} of {s['cells']} cells finished and recorded; total training time "
+            f"<p>{s['with_records']} of {s['cells']} cells finished and recorded{_e(adopted_text(s))}; "
+            "total training time "
             f"{s['total']['train_seconds'] / 3600:.2f} h.</p>",
             *(f'<p class="warn">{_e(w)}</p>' for w in warnings),
             "<h2>Tables</h2>", *(_result_tables(t) for t in tables),

@@ -26,6 +26,21 @@ def _time(records: list[dict[str, Any]]) -> dict[str, Any]:
             "wall_seconds": round(sum(wall), 1) if wall else None}
 
 
+def _adopted(records: list[dict[str, Any]]) -> dict[str, int]:
+    """Source experiment -> how many of the records were taken from it (``hire experiment adopt``)."""
+    sources = [str(r["adopted_from"].get("experiment")) for r in records if r.get("adopted_from")]
+    return {name: sources.count(name) for name in sorted(set(sources))}
+
+
+def adopted_text(summary: dict[str, Any]) -> str:
+    """`` (3 of them trained once, for another experiment: table1-minilm 3)``, or nothing."""
+    adopted = summary.get("adopted") or {}
+    if not adopted:
+        return ""
+    return (f" ({sum(adopted.values())} of them trained once, for another experiment: "
+            + ", ".join(f"{name} {n}" for name, n in adopted.items()) + ")")
+
+
 def runs_summary(exp: Experiment, records: Records) -> dict[str, Any]:
     """Progress; per machine and per precision the cells and time; per task and head the time."""
     done = [records.by_cell[c.id] for c in exp.cells if c.id in records.by_cell]
@@ -39,6 +54,7 @@ def runs_summary(exp: Experiment, records: Records) -> dict[str, Any]:
     return {"experiment": exp.name, "cells": len(exp.cells), "with_records": len(done),
             "records_not_in_grid": sorted(records.not_in_grid),
             "records_with_changed_config": {k: v for k, v in sorted(records.stale.items())},
+            "adopted": _adopted(done),
             "total": _time(done),
             "machines": {k: {**_time(v), "precisions": sorted({str(r.get("mixed_precision")) for r in v})}
                          for k, v in sorted(machines.items())},
