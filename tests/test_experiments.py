@@ -4,6 +4,7 @@ reports regenerated from records alone, byte for byte; statistics against hand-c
 from __future__ import annotations
 
 import fcntl
+import gzip
 import json
 import math
 import shutil
@@ -287,8 +288,18 @@ def test_a_cell_adopts_only_the_record_of_an_identical_configuration(tmp_path: P
     assert states == {"RTE__last-layer__seed1": "recorded", "RTE__hire__seed1": "left",
                       "RTE__last-layer__seed2": "left", "RTE__hire__seed2": "left"}
     assert main(args) == 0 and "table: 0 cells adopted" in capsys.readouterr().out  # never twice
+    hire = json.loads((source / "RTE__hire__seed1.json").read_text())  # the same rate after all
+    hire["config"]["train"]["lr"] = table.cell("RTE__hire__seed1").options["train.lr"]
+    (source / "RTE__hire__seed1.json").write_text(json.dumps(hire))
+    assert main(args) == 0  # but Figure 2 (RTE's hire cells) wants per-example weights the source lacks
+    assert "RTE__hire__seed1: " in capsys.readouterr().out and not (target / "RTE__hire__seed1.json").exists()
+    examples = {"cell": "RTE__hire__seed1", "split": "dev", "guids": ["a"], "labels": [1], "weights": [[0.5, 0.5]]}
+    (source / "RTE__hire__seed1.layer_weights.json.gz").write_bytes(gzip.compress(json.dumps(examples).encode()))
+    assert main(args) == 0 and "table: 1 cells adopted" in capsys.readouterr().out
+    copied = target / "RTE__hire__seed1.layer_weights.json.gz"
+    assert json.loads(gzip.decompress(copied.read_bytes())) == examples
     write_report(table, tmp_path / "experiments" / "table")
-    assert "1 of 4 cells recorded (1 of them trained once, for another experiment: sweep 1)" in (
+    assert "2 of 4 cells recorded (2 of them trained once, for another experiment: sweep 2)" in (
         tmp_path / "experiments" / "table" / "report.md").read_text()
     assert main([*args[:4], str(tmp_path / "nowhere"), *args[5:]]) == 2
     assert "--from " in capsys.readouterr().err

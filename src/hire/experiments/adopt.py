@@ -20,7 +20,7 @@ from typing import Any
 from hire.config import ConfigError
 from hire.experiments.experiment import Experiment
 from hire.experiments.records import gzip_bytes, json_bytes, records_dir, run_dir, wants_examples, write_if_changed
-from hire.experiments.spec import Cell, canonical, config_differences, default_options
+from hire.experiments.spec import Cell, canonical, default_options
 from hire.options import parse_options
 
 
@@ -60,8 +60,6 @@ def adopt(exp: Experiment, runs_dir: Path, exp_dir: Path, sources: list[Path], *
         if match is None:
             continue
         path, record = match
-        if config_differences(record["config"], cell.options):  # belt and braces: the key says they agree
-            continue
         examples = path.with_name(path.stem + ".layer_weights.json.gz")
         if wants_examples(exp, cell) and not examples.is_file():
             say(f"  {cell.id}: {path} matches but lacks Figure 2's per-example weights; not adopted")
@@ -75,7 +73,7 @@ def adopt(exp: Experiment, runs_dir: Path, exp_dir: Path, sources: list[Path], *
                 "adopted_from": {"experiment": record.get("experiment"), "cell": record.get("cell")}}
         if wants_examples(exp, cell):
             data = {**json.loads(gzip.decompress(examples.read_bytes())), "cell": cell.id}
-            write_if_changed(target / examples.name.replace(path.stem, cell.id, 1),
-                             gzip_bytes(json.dumps(data, sort_keys=True).encode()))
+            data_bytes = gzip_bytes(json.dumps(data, sort_keys=True).encode())
+            write_if_changed(target / f"{cell.id}.layer_weights.json.gz", data_bytes)
         write_if_changed(target / f"{cell.id}.json", json_bytes(copy))
     return adopted
