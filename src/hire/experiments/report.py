@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hire.experiments import figures, html
-from hire.experiments.aggregate import PRECISION_NAMES, aggregate_table, rounded
+from hire.experiments.aggregate import aggregate_table, rounded
 from hire.experiments.experiment import Experiment
 from hire.experiments.records import Records, json_bytes, load_records, write_if_changed
 from hire.experiments.summary import adopted_text, runs_summary
@@ -124,7 +124,7 @@ def report_markdown(exp: Experiment, tables: list[dict[str, Any]], summary: dict
     head = [f"# Experiment {exp.name}", "", exp.description, "",
             f"{summary['with_records']} of {summary['cells']} cells recorded{adopted_text(summary)}; training time "
             f"{total['train_seconds'] / 3600:.2f} h in all. Machines: "
-            + ("; ".join(f"{name} ({m['cells']} cells, {', '.join(PRECISION_NAMES.get(p, p) for p in m['precisions'])})"
+            + ("; ".join(f"{name} ({m['cells']} cells, {', '.join(m['precisions'])})"
                          for name, m in summary["machines"].items()) or "none yet") + ".", ""]
     body = [markdown(t) for t in tables] + ([weights_md] if weights_md else [])
     pictures = [f"![{p.stem}]({p.as_posix()})" for p in sorted(pngs)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hire.experiments.aggregate import PRECISION_NAMES
 from hire.experiments.experiment import Experiment
 from hire.experiments.records import Records
 
@@ -24,6 +25,12 @@ def _time(records: list[dict[str, Any]]) -> dict[str, Any]:
     return {"cells": len(records), "train_seconds": round(sum(train), 1),
             "mean_train_seconds": round(sum(train) / len(train), 1) if train else None,
             "wall_seconds": round(sum(wall), 1) if wall else None}
+
+
+def _precision(record: dict[str, Any]) -> str:
+    """``fp32``, ``bf16``, ``fp16`` (``None`` where the record does not say)."""
+    value = str(record.get("mixed_precision"))
+    return PRECISION_NAMES.get(value, value)
 
 
 def _adopted(records: list[dict[str, Any]]) -> dict[str, int]:
@@ -49,14 +56,14 @@ def runs_summary(exp: Experiment, records: Records) -> dict[str, Any]:
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in done:
         machines.setdefault(machine_name(r.get("machine")), []).append(r)
-        precisions.setdefault(str(r.get("mixed_precision")), []).append(r)
+        precisions.setdefault(_precision(r), []).append(r)
         groups.setdefault(f"{r['task']} / {r['head']}", []).append(r)
     return {"experiment": exp.name, "cells": len(exp.cells), "with_records": len(done),
             "records_not_in_grid": sorted(records.not_in_grid),
             "records_with_changed_config": {k: v for k, v in sorted(records.stale.items())},
             "adopted": _adopted(done),
             "total": _time(done),
-            "machines": {k: {**_time(v), "precisions": sorted({str(r.get("mixed_precision")) for r in v})}
+            "machines": {k: {**_time(v), "precisions": sorted({_precision(r) for r in v})}
                          for k, v in sorted(machines.items())},
             "precisions": {k: _time(v) for k, v in sorted(precisions.items())},
             "task_head": {k: _time(v) for k, v in sorted(groups.items())}}
