@@ -138,6 +138,9 @@ def seeds_png(data: dict[str, Any]) -> bytes | None:
         ax.set_xticks(range(len(rows)), [r["label"] for r in rows], rotation=30, ha="right", fontsize=8)
         ax.set_xlim(-0.6, len(rows) - 0.4)
         ax.set_title(task, fontsize=10)
+        if not any(row["tasks"][task]["n"] for row in rows):  # an empty panel says so, with no made-up y scale
+            ax.set_yticks([])
+            ax.text(0.5, 0.5, "no runs yet", transform=ax.transAxes, ha="center", va="center", color="gray")
         ax.grid(axis="y", alpha=0.3)
         if index % ncols == 0:
             ax.set_ylabel("dev score x100")
