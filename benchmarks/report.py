@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +105,16 @@ def write_report(result: dict[str, Any], path: Path) -> None:
     path.write_text("\n".join(lines))
 
 
-if __name__ == "__main__":
-    source = Path(sys.argv[1] if len(sys.argv) > 1 else "benchmarks/results/cpu-2core/results.json")
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Re-make a speed-suite report.md from the results.json beside it.")
+    parser.add_argument("results", nargs="?", type=Path, default=Path("benchmarks/results/cpu-2core/results.json"),
+                        help="a results.json written by bench_heads.py (default: %(default)s)")
+    source = parser.parse_args().results
+    if not source.is_file():
+        parser.error(f"{source}: no such file (give the results.json of a bench_heads.py run)")
     write_report(json.loads(source.read_text()), source.with_name("report.md"))
+    print(f"wrote {source.with_name('report.md')}")
+
+
+if __name__ == "__main__":
+    main()
