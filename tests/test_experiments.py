@@ -98,6 +98,9 @@ def test_runs_advance_in_slices_and_finished_cells_are_skipped(grid: Grid, capsy
     assert {p: p.stat().st_mtime_ns for p in grid.mtimes_before_third} == grid.mtimes_before_third
     cells = sorted(p.name for p in (grid.runs / "tiny").iterdir() if p.name != "logs")
     assert cells == ["MRPC__hire__seed1", "MRPC__hire__seed2", "MRPC__last-layer__seed1", "MRPC__last-layer__seed2"]
+    for cell in cells:  # compared on dev: no test-set prediction in a cell
+        assert (grid.runs / "tiny" / cell / "predictions" / "dev.jsonl").is_file()
+        assert not (grid.runs / "tiny" / cell / "submission").exists()
     assert main(["experiment", "status", str(grid.path), *dirs(grid)]) == 0
     assert "4 cells: 4 done, 0 recorded, 0 running, 0 started, 0 left, 0 changed" in capsys.readouterr().out
     assert main(["experiment", "status", str(grid.path), "--only", "model.head=hire", *dirs(grid)]) == 0
@@ -132,7 +135,8 @@ def test_records_hold_config_metrics_curve_machine_and_layer_weights(grid: Grid)
     for cell in ("MRPC__hire__seed1", "MRPC__hire__seed2", "MRPC__last-layer__seed1", "MRPC__last-layer__seed2"):
         r = json.loads((records / f"{cell}.json").read_text())
         assert r["cell"] == cell and r["config"]["model"]["head"] == cell.split("__")[1]
-        assert r["config"]["train"]["seed"] == int(cell[-1]) and "output_dir" not in r["config"]
+        assert r["config"]["train"]["seed"] == int(cell[-1])
+        assert "output_dir" not in r["config"] and "predict_test" not in r["config"]
         assert r["steps"] == 2 and r["best_step"] == 2 and r["mixed_precision"] == "no"
         assert set(r["dev"]["dev"]) == {"accuracy", "f1", "score"} and r["score"] == r["dev"]["dev"]["score"]
         assert r["train_seconds"] > 0 and r["wall_seconds"] > 0 and r["machine"]["cpu_count"] >= 1

@@ -112,6 +112,20 @@ def test_killed_inside_checkpoint_saves(encoder: Path, reference: Path, tmp_path
     assert bests[1] > bests[0]  # step 8 replaced step 4's best model: that window was really crossed
 
 
+def test_a_run_resumes_without_test_predictions(encoder: Path, reference: Path, tmp_path: Path) -> None:
+    """``--predict_test`` decides only what is written after training: a run started with test predictions
+    resumes without them (as an experiment cell started before the runner turned them off) and is the same
+    run, less its test files."""
+    out = tmp_path / "run"
+    assert run(*args(encoder, out), kill="step:5").returncode == 137  # a checkpoint at step 4: results exist
+    result = run(*args(encoder, out, "--predict_test", "false"))
+    assert result.returncode == 0, result.stderr[-3000:]  # not refused as "another configuration"
+    assert_same_run(out, reference)
+    assert (reference / "submission" / "STS-B.tsv").is_file() and (reference / "predictions" / "test.jsonl").is_file()
+    assert not (out / "submission").exists() and not (out / "predictions" / "test.jsonl").exists()
+    assert (out / "predictions" / "dev.jsonl").read_bytes() == (reference / "predictions" / "dev.jsonl").read_bytes()
+
+
 def test_interrupt_says_how_to_resume(encoder: Path, reference: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     result = run(*args(encoder, out), kill="interrupt:6")  # Ctrl-C after step 6, before its checkpoint

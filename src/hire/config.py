@@ -143,6 +143,8 @@ class TrainConfig:
 class RunConfig:
     output_dir: str = _f("runs/run", "run folder: configuration, metrics, best model, predictions, logs")
     overwrite: bool = _f(False, "replace a finished or foreign run already in --output_dir")
+    predict_test: bool = _f(True, "after training, also predict the task's unlabelled test splits and write its GLUE "
+                            "submission files (later: `hire evaluate --model RUN/best --task T --split test`)")
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelArgs = field(default_factory=ModelArgs)
     train: TrainConfig = field(default_factory=TrainConfig)

@@ -240,11 +240,12 @@ def folder_in_use(out: Path) -> bool:
 
 # -- deciding what to do with a folder ---------------------------------------------------------------
 def config_changes(saved: Path, cfg: RunConfig) -> list[str]:
-    """The options (``--overwrite`` aside) in which the run saved in ``saved`` (its ``config.yaml``) differs
-    from ``cfg``; every option where the file does not read as a configuration."""
+    """The options in which the run saved in ``saved`` (its ``config.yaml``) differs from ``cfg``; every option
+    where the file does not read as a configuration. ``--overwrite`` and ``--predict_test`` do not count: they
+    change what happens to the folder or after training, not the run."""
     from hire.options import parse_options  # jsonargparse, only where a run folder is prepared
 
-    names = [name for name, _, _ in option_fields(RunConfig) if name != "overwrite"]
+    names = [name for name, _, _ in option_fields(RunConfig) if name not in ("overwrite", "predict_test")]
     try:
         values = yaml.safe_load(saved.read_text())
         old = parse_options(values or {}) if isinstance(values, dict | type(None)) else None

@@ -311,8 +311,9 @@ class Trainer:
         return final
 
     def finish(self) -> dict[str, Any]:
-        """Reload the best model; write dev predictions (with layer weights), test submissions, metrics, and the
-        best model's card (its dev metrics, mean layer weights and this run's recipe).
+        """Reload the best model; write dev predictions (with layer weights), test submissions (unless
+        ``--predict_test false``), metrics, and the best model's card (its dev metrics, mean layer weights and
+        this run's recipe).
 
         ``metrics.json`` and then ``state.json`` (finished) are written last: a kill before them leaves an
         unfinished run, which the same command finishes from its last checkpoint.
@@ -326,7 +327,8 @@ class Trainer:
                                  "steps": self.state.step, "train_seconds": round(self.state.train_seconds, 3),
                                  "mixed_precision": acc.mixed_precision, "processes": acc.num_processes,
                                  "machine": machine(), "dev": {}}
-        predicted = predict_task(best, self.task, [*self.task.dev, *self.task.test], self.tokenizer, acc,
+        splits = [*self.task.dev, *(self.task.test if self.cfg.predict_test else [])]
+        predicted = predict_task(best, self.task, splits, self.tokenizer, acc,
                                  max_length=self.cfg.data.max_length, batch_size=self.cfg.train.batch_size,
                                  predictions_dir=out / "predictions", submission_dir=out / "submission",
                                  encoded=self.dev_splits)

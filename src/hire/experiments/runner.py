@@ -1,7 +1,8 @@
 """``hire experiment run``: train an experiment's cells one after another, as ordinary ``hire train`` runs.
 
-Each cell is ``python -m hire.cli train <its options> --output_dir <runs_dir>/<name>/<cell-id>`` in a
-subprocess whose output streams to the terminal (and to ``<runs_dir>/<name>/logs/<cell-id>.log``).
+Each cell is ``python -m hire.cli train <its options> --output_dir <runs_dir>/<name>/<cell-id> --predict_test
+false`` (a cell is compared on its dev scores, so no test-set prediction) in a subprocess whose output streams
+to the terminal (and to ``<runs_dir>/<name>/logs/<cell-id>.log``).
 Cells run one at a time, never in parallel: two torch processes on a small CPU slow each other down
 many times over; a lock on ``<runs_dir>/.runner.lock`` keeps a second runner out. A finished cell
 (``metrics.json``) is skipped, an unfinished one resumes (``hire train`` does that by itself), a cell
@@ -49,7 +50,7 @@ def train_command(cell: Cell, run: Path) -> list[str]:
     defaults = default_options()
     args = [arg for key, value in cell.options.items() if value != defaults.get(key)
             for arg in (f"--{key}", cli_value(value))]
-    return [sys.executable, "-m", "hire.cli", "train", *args, "--output_dir", str(run)]
+    return [sys.executable, "-m", "hire.cli", "train", *args, "--output_dir", str(run), "--predict_test", "false"]
 
 
 def _last_error(log: Path) -> str:

@@ -43,7 +43,9 @@ from hire.data.glue import get_task
 from hire.options import by_name, parse_options
 
 TOP_KEYS = ("name", "description", "base", "seeds", "grid", "cells", "per_task", "baseline", "tables", "figure2")
-RUNNER_OWNED = ("output_dir", "overwrite")  # set by the runner for every cell
+# Set by the runner for every cell: the folder, and no test-set prediction (a cell is compared on its dev
+# scores; `hire evaluate --model <run>/best --task T --split test` writes a cell's GLUE submission files).
+RUNNER_OWNED = ("output_dir", "overwrite", "predict_test")
 ALWAYS_IN_ID = ("data.task", "model.head", "train.seed")
 # The paper's order (Table 1, Figure 2): single sentence, similarity and paraphrase, inference.
 PAPER_TASK_ORDER = ("CoLA", "SST-2", "MRPC", "STS-B", "QQP", "MNLI", "QNLI", "RTE", "WNLI")
