@@ -15,7 +15,7 @@ from hire.options import by_name, parse_options
 def unusual() -> RunConfig:
     """A configuration whose every option differs from its default (None where the default is a value)."""
     return RunConfig(
-        output_dir="runs/x", overwrite=True,
+        output_dir="runs/x", overwrite=True, predict_test=False,
         data=DataConfig(task="custom", data_dir="glue", train_file="a.csv", dev_file="b.csv", test_file="c.csv",
                         text_columns=["question", "answer"], label_column="gold", regression=True, max_length=64,
                         max_train_examples=100, max_eval_examples=50),
