@@ -167,6 +167,10 @@ class BiGRU(nn.Module):
     Dropout (as in ``nn.GRU``) applies to the inputs of every layer but the first.
     """
 
+    #: On CUDA, run each direction with cuDNN (the default) or, when False, with the batched step loop that
+    #: CPUs run (the same numbers; for comparing the two paths, as ``benchmarks/bench_heads.py --gru loop``).
+    cudnn_on_cuda: bool = True
+
     def __init__(self, input_size: int, hidden_size: int, num_layers: int, dropout: float = 0.0):
         super().__init__()
         self.hidden_size = hidden_size
@@ -216,7 +220,7 @@ class BiGRU(nn.Module):
         """(T, N, F) -> outputs (D, T, N, h) of the chosen directions (backward still reversed) and their
         final states (D, N, h). On CUDA, cuDNN runs each direction (the same numbers; faster there than a
         step loop); elsewhere the batched step loop runs both directions together."""
-        run = self._run_layer_cudnn if layer_in.is_cuda else self._run_layer_loop
+        run = self._run_layer_cudnn if layer_in.is_cuda and self.cudnn_on_cuda else self._run_layer_loop
         return run(layer_in, layer, index, last, directions)
 
     def _run_layer_loop(self, layer_in: Tensor, layer: int, index: Tensor, last: Tensor,
