@@ -234,3 +234,38 @@ def test_cudnn_path_matches_the_step_loop(monkeypatch, first_token_only):
     for a, b, p in zip(grads, fast_grads, params, strict=True):  # an unused weight's gradient is zero
         torch.testing.assert_close(torch.zeros_like(p) if a is None else a,
                                    torch.zeros_like(p) if b is None else b, atol=1e-4, rtol=0)
+
+
+def _pack_like_cudnn(gru: nn.GRU) -> None:
+    """What ``nn.GRU.flatten_parameters`` does on CUDA: every weight becomes a view of one flat buffer."""
+    params = [getattr(gru, name) for name in gru._flat_weights_names]
+    flat = torch.cat([p.detach().reshape(-1) for p in params])
+    offset = 0
+    for p in params:
+        p.data = flat[offset: offset + p.numel()].view_as(p)
+        offset += p.numel()
+
+
+def test_weights_packed_on_a_move_are_unpacked_so_a_checkpoint_loads(monkeypatch, tmp_path):
+    """A run on CUDA resumes: Accelerate's load_state loads the model with safetensors' ``load_model``, which
+    refuses weights that are views of part of a buffer, as ``nn.GRU`` makes them when it moves to CUDA (played
+    here on CPU by packing on every flatten). After a move, each of BiGRU's weights owns its storage."""
+    from safetensors.torch import load_model, save_file
+
+    monkeypatch.setattr(nn.GRU, "flatten_parameters", _pack_like_cudnn)
+    bare = nn.Sequential(nn.GRU(F_IN, HIDDEN, 2, bidirectional=True)).to(torch.float32)
+    path = tmp_path / "model.safetensors"
+    save_file({k: v.clone() for k, v in bare.state_dict().items()}, path)
+    with pytest.raises(RuntimeError, match="entire storage"):  # the failure this guards against
+        load_model(bare, path)
+
+    bigru = make_bigru(2).to(torch.float32)  # packed by the move, then unpacked
+    for p in bigru.parameters():
+        assert p.untyped_storage().nbytes() == p.numel() * p.element_size()
+    saved = {k: torch.randn_like(v) for k, v in bigru.state_dict().items()}
+    save_file(saved, path)
+    load_model(bigru, path)  # loads, and the weights are the file's
+    for name, value in bigru.state_dict().items():
+        torch.testing.assert_close(value, saved[name], rtol=0, atol=0)
+    x, lengths = make_inputs()
+    assert torch.isfinite(bigru(x, lengths)[0]).all()

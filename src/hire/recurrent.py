@@ -19,6 +19,8 @@ Shapes: ``T`` time steps, ``N`` sequences, ``D`` directions, ``h`` hidden size, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -178,6 +180,20 @@ class BiGRU(nn.Module):
         self.dropout = dropout
         # The parameter container; its own forward is used only by cuDNN on CUDA (per direction).
         self.gru = nn.GRU(input_size, hidden_size, num_layers, bidirectional=True)
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> BiGRU:
+        """Move or cast as ``nn.Module`` does, then give each GRU weight its own storage again.
+
+        Moved to CUDA, ``nn.GRU`` packs its weights into one cuDNN buffer, each weight a view of part of it.
+        This module never uses that buffer (cuDNN runs each direction on the weights as they are), and a tensor
+        that covers only part of its storage is refused by safetensors' ``load_model``, which Accelerate's
+        ``load_state`` calls when a run resumes: without this, an interrupted HIRE run on a GPU could not resume.
+        """
+        super()._apply(fn, recurse)
+        for p in self.gru.parameters():
+            if p.untyped_storage().nbytes() != p.numel() * p.element_size():
+                p.data = p.data.clone()
+        return self
 
     def _params(self, layer: int, reverse: bool) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         sfx = f"_l{layer}" + ("_reverse" if reverse else "")
