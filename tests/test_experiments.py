@@ -130,6 +130,46 @@ def test_a_fresh_checkout_does_not_retrain_recorded_cells(grid: Grid, tmp_path: 
 
 
 @needs_glue
+def test_jobs_train_cells_at_once_with_the_same_results(grid: Grid, tmp_path: Path) -> None:
+    """--jobs 2 trains the grid two cells at a time, their output in their logs, and every record's score and
+    dev curve equal the cells trained one at a time (same seeds, same data order, one thread each)."""
+    exp, runs, results = load_experiment(grid.path), tmp_path / "runs", tmp_path / "experiments" / "tiny"
+    said: list[str] = []
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("OMP_NUM_THREADS", "1")
+        assert run_experiment(exp, runs, results, jobs=2, say=said.append) == 0
+    assert sum("started" in line and "of 2 at once" in line for line in said) == 4
+    assert sum(line.startswith("=== MRPC__") and "finished (dev score" in line for line in said) == 4
+    assert said[-1].startswith("tiny: 4 cells finished now, 0 were done already, 0 failed")
+    for cell in ("MRPC__hire__seed1", "MRPC__hire__seed2", "MRPC__last-layer__seed1", "MRPC__last-layer__seed2"):
+        ours, theirs = (json.loads((r / "records" / f"{cell}.json").read_text()) for r in (results, grid.results))
+        assert ours["score"] == theirs["score"] and ours["curve"] == theirs["curve"]
+        assert "train" in (runs / "tiny" / "logs" / f"{cell}.log").read_text()
+
+
+def test_jobs_overlap_and_report_each_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The two cells of --jobs 2 run at the same time (their processes' lifetimes overlap), each failure is
+    reported with its log, and a bad count is refused."""
+    (tmp_path / "fake.yaml").write_text(FAKE)
+    exp = load_experiment(tmp_path / "fake.yaml")
+    script = ("import sys, time, pathlib; p = pathlib.Path(sys.argv[1]); p.parent.mkdir(parents=True, exist_ok=True); "
+              "p.write_text(f'{time.time()} '); time.sleep(1.5); p.write_text(p.read_text() + f'{time.time()}'); "
+              "print('hire train: error: boom'); sys.exit(3)")
+    monkeypatch.setattr(runner, "train_command",
+                        lambda cell, run: [sys.executable, "-c", script, str(run.parent / f"{cell.id}.times")])
+    said: list[str] = []
+    assert run_experiment(exp, tmp_path / "runs", tmp_path / "out", jobs=2, say=said.append) == 1
+    times = sorted((tmp_path / "runs" / "fake").glob("*.times"))
+    (a0, a1), (b0, b1) = (map(float, p.read_text().split()) for p in times)
+    assert a0 < b1 and b0 < a1  # both were alive at once
+    assert sorted(line.split(":")[0] for line in said if "failed (exit 3): hire train: error: boom" in line) == [
+        "RTE__hire__seed1", "RTE__last-layer__seed1"]
+    assert said[-1].startswith("fake: 0 cells finished now, 0 were done already, 2 failed")
+    with pytest.raises(ValueError, match="jobs"):
+        run_experiment(exp, tmp_path / "runs", tmp_path / "out", jobs=0)
+
+
+@needs_glue
 def test_records_hold_config_metrics_curve_machine_and_layer_weights(grid: Grid) -> None:
     records = grid.results / "records"
     for cell in ("MRPC__hire__seed1", "MRPC__hire__seed2", "MRPC__last-layer__seed1", "MRPC__last-layer__seed2"):

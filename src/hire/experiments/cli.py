@@ -41,10 +41,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     exp, runs_dir, exp_dir = _load(args)
     if args.max_runs is not None and args.max_runs < 0:
         raise ValueError("--max_runs: expected 0 or more")
+    if args.jobs < 1:
+        raise ValueError("--jobs: expected 1 or more")
     try:
         return run_experiment(exp, runs_dir, exp_dir, max_runs=args.max_runs, time_budget=args.time_budget,
                               only=parse_only(exp, args.only), stop_on_error=args.stop_on_error,
-                              default_minutes=args.default_minutes, dry_run=args.dry_run)
+                              default_minutes=args.default_minutes, dry_run=args.dry_run, jobs=args.jobs)
     except KeyboardInterrupt:
         print(f"\nhire experiment run: interrupted; run the same command again to resume ({args.experiment})")
         return 130
@@ -136,15 +138,20 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                        help="estimated minutes per cell where no finished record of its task and head "
                        "exists yet (default: 30)")
 
-    run = command("run", "train the cells not done yet, one at a time",
-                  "Train every cell not done yet, one at a time, each an ordinary `hire train` run streaming "
-                  "its progress here. Finished cells are skipped, unfinished ones resume; each finished cell "
-                  "gets its record. Exit status 1 if a cell failed.")
+    run = command("run", "train the cells not done yet, one at a time (or --jobs N at once)",
+                  "Train every cell not done yet, one at a time (or --jobs N at once), each an ordinary "
+                  "`hire train` run streaming its progress here (with --jobs, to its log). Finished cells are "
+                  "skipped, unfinished ones resume; each finished cell gets its record. Exit status 1 if a cell "
+                  "failed.")
     selection(run)
     run.add_argument("--max_runs", type=int, metavar="N", help="train at most N cells, then stop")
     run.add_argument("--time_budget", type=float, metavar="MINUTES",
                      help="do not start a cell whose estimated time exceeds what is left of MINUTES")
     run.add_argument("--stop_on_error", action="store_true", help="stop at the first failing cell")
+    run.add_argument("--jobs", type=int, default=1, metavar="N",
+                     help="train up to N cells at once (default 1), for a GPU that one small run leaves mostly "
+                     "idle; each cell's output then goes to its log only. Keep 1 on a CPU: parallel torch "
+                     "processes on a few cores slow each other down many times over")
     run.add_argument("--dry_run", action="store_true",
                      help="print the `hire train` command of each cell that would run (with the other "
                      "options), run nothing")

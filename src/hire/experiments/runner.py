@@ -3,8 +3,10 @@
 Each cell is ``python -m hire.cli train <its options> --output_dir <runs_dir>/<name>/<cell-id> --predict_test
 false`` (a cell is compared on its dev scores, so no test-set prediction) in a subprocess whose output streams
 to the terminal (and to ``<runs_dir>/<name>/logs/<cell-id>.log``).
-Cells run one at a time, never in parallel: two torch processes on a small CPU slow each other down
-many times over; a lock on ``<runs_dir>/.runner.lock`` keeps a second runner out. A finished cell
+Cells run one at a time by default: two torch processes on a small CPU slow each other down many times
+over. ``jobs > 1`` trains that many cells at once, for a GPU that a small encoder leaves mostly idle; each
+cell's output then goes to its log alone, and the runner says when a cell starts and ends. A lock on
+``<runs_dir>/.runner.lock`` keeps a second runner out. A finished cell
 (``metrics.json``) is skipped, an unfinished one resumes (``hire train`` does that by itself), a cell
 whose folder another process is training in is left alone. After each cell its record is written. A
 failing cell is reported and the runner goes on (``--stop_on_error`` stops it); the exit status is
@@ -21,6 +23,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,12 +63,13 @@ def _last_error(log: Path) -> str:
     return (errors or lines or ["no output"])[-1][:400]
 
 
-def stream(cmd: list[str], log: Path) -> int:
-    """Run ``cmd``, its output going both to the terminal and to ``log``; returns its exit status."""
+def stream(cmd: list[str], log: Path, echo: bool = True) -> int:
+    """Run ``cmd``, its output going to ``log`` and (``echo``) to the terminal; returns its exit status."""
     log.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": os.environ.get("TOKENIZERS_PARALLELISM",
                                                                                               "false")}
     terminal = getattr(sys.stdout, "buffer", None)
+    tee = echo
     with log.open("ab") as sink:
         sink.write(f"$ {shlex.join(cmd)}\n".encode())
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
@@ -73,6 +77,8 @@ def stream(cmd: list[str], log: Path) -> int:
         try:
             while chunk := proc.stdout.read1(65536):
                 sink.write(chunk)
+                if not tee:
+                    continue
                 if terminal is not None:
                     terminal.write(chunk)
                     terminal.flush()
@@ -96,7 +102,7 @@ def _note_attempt(run: Path, seconds: float) -> None:
 
 @contextmanager
 def runner_lock(runs_dir: Path) -> Iterator[None]:
-    """One runner at a time under ``runs_dir`` (cells must never train in parallel)."""
+    """One runner at a time under ``runs_dir`` (it alone decides which cells train, and how many at once)."""
     runs_dir.mkdir(parents=True, exist_ok=True)
     with (runs_dir / ".runner.lock").open("a+") as f:
         try:
@@ -130,17 +136,37 @@ class Progress:
 def run_experiment(exp: Experiment, runs_dir: Path, exp_dir: Path, *, max_runs: int | None = None,
                    time_budget: float | None = None, only: dict[str, list[Any]] | None = None,
                    stop_on_error: bool = False, default_minutes: float = 30.0, dry_run: bool = False,
-                   say: Callable[[str], None] = print) -> int:
-    """Advance the grid; returns 0, or 1 if a cell failed. ``dry_run``: say what would run, run nothing."""
+                   jobs: int = 1, say: Callable[[str], None] = print) -> int:
+    """Advance the grid; returns 0, or 1 if a cell failed. ``dry_run``: say what would run, run nothing.
+    ``jobs``: how many cells train at once (a time budget then counts wall time from the start)."""
+    if jobs < 1:
+        raise ValueError(f"jobs: expected 1 or more, got {jobs}")
     runs_dir, exp_dir = Path(runs_dir), Path(exp_dir)
-    with nullcontext() if dry_run else runner_lock(runs_dir):
+    parallel = jobs > 1 and not dry_run
+    with nullcontext() if dry_run else runner_lock(runs_dir), \
+            ThreadPoolExecutor(jobs) if parallel else nullcontext() as pool:
         statuses = [s for s in cell_statuses(exp, runs_dir, records_dir(exp_dir)) if matches_only(s.cell, only)]
         estimates = Estimates.from_records(records_dir(exp_dir), default_minutes)
         todo = sum(s.state in ("left", "started") for s in statuses)
         done = sum(s.state in ("done", "recorded") for s in statuses)
         say(f"{exp.name}: {len(statuses)} cells selected: {done} done, {todo} to run")
         progress = Progress()
+        running: dict[Future[bool], CellStatus] = {}
+
+        def finish(block: bool) -> None:
+            """Reap the cells that ended (``block``: wait for one first) and say how each went."""
+            ended, _ = wait(running, return_when=FIRST_COMPLETED) if block and running else (
+                [f for f in running if f.done()], None)
+            for future in ended:
+                s = running.pop(future)
+                if future.result():
+                    progress.finished += 1
+                    say(f"=== {s.cell.id}: finished ({_record_score(exp_dir, s.cell.id)})")
+                else:
+                    progress.failed.append(s.cell.id)
+
         for s in statuses:
+            finish(block=False)
             if s.state in ("done", "recorded", "running", "changed"):
                 _skip(exp, s, exp_dir, progress, dry_run, say)
                 if s.state == "changed" and stop_on_error:
@@ -149,6 +175,11 @@ def run_experiment(exp: Experiment, runs_dir: Path, exp_dir: Path, *, max_runs: 
             if max_runs is not None and progress.started >= max_runs:
                 say(f"--max_runs {max_runs} reached; {todo - progress.started} cells left")
                 break
+            while len(running) >= jobs:  # only with jobs > 1: wait for a free slot
+                finish(block=True)
+            if stop_on_error and progress.failed:
+                say("stopping (--stop_on_error)")
+                break
             estimate = estimates.seconds(s.cell)
             left = None if time_budget is None else time_budget * 60 - progress.spent()
             if left is not None and estimate > left:
@@ -156,7 +187,14 @@ def run_experiment(exp: Experiment, runs_dir: Path, exp_dir: Path, *, max_runs: 
                     f"{max(left, 0) / 60:.0f} min of the time budget are left")
                 break
             progress.started += 1
-            if dry_run:
+            if parallel:
+                assert pool is not None
+                log = runs_dir / exp.name / "logs" / f"{s.cell.id}.log"
+                resume = " (resuming)" if s.state == "started" else ""
+                say(f"=== [{progress.started}/{todo}] {s.cell.id}{resume}: started, about {estimate / 60:.0f} min "
+                    f"({len(running) + 1} of {jobs} at once); log: {log}")
+                running[pool.submit(_train_and_record, exp, s, log, exp_dir, False, say)] = s
+            elif dry_run:
                 progress.planned_seconds += estimate
                 say(f"would run {s.cell.id} (about {estimate / 60:.0f} min): "
                     f"{shlex.join(train_command(s.cell, s.run))}")
@@ -167,6 +205,8 @@ def run_experiment(exp: Experiment, runs_dir: Path, exp_dir: Path, *, max_runs: 
                 if stop_on_error:
                     say("stopping (--stop_on_error)")
                     break
+        while running:
+            finish(block=True)
         p = progress
         say(f"{exp.name}: {p.finished} cells finished now, {p.already_done} were done already, {len(p.failed)} failed"
             + (f" ({', '.join(p.failed)})" if p.failed else "") + f"; {time.monotonic() - p.clock:.0f} s")
@@ -197,9 +237,17 @@ def _run_one(exp: Experiment, s: CellStatus, runs_dir: Path, exp_dir: Path, numb
     log = runs_dir / exp.name / "logs" / f"{s.cell.id}.log"
     resume = " (resuming)" if s.state == "started" else ""
     say(f"\n=== [{number}/{total}] {s.cell.id}{resume}: about {estimate / 60:.0f} min\n$ {shlex.join(cmd)}")
+    return _train_and_record(exp, s, log, exp_dir, True, say)
+
+
+def _train_and_record(exp: Experiment, s: CellStatus, log: Path, exp_dir: Path, echo: bool,
+                      say: Callable[[str], None]) -> bool:
+    """Train the cell, its output to ``log`` (and the terminal with ``echo``), and write its record; True if it
+    finished. With several cells at once, this runs in a worker thread: each cell writes only its own files."""
+    cmd = train_command(s.cell, s.run)
     t0 = time.monotonic()
     try:
-        code = stream(cmd, log)
+        code = stream(cmd, log, echo=echo)
     finally:
         _note_attempt(s.run, time.monotonic() - t0)
     if code == 0 and (s.run / "metrics.json").is_file():
@@ -207,6 +255,13 @@ def _run_one(exp: Experiment, s: CellStatus, runs_dir: Path, exp_dir: Path, numb
         return True
     say(f"{s.cell.id}: failed (exit {code}): {_last_error(log)}\n  full log: {log}")
     return False
+
+
+def _record_score(exp_dir: Path, cell_id: str) -> str:
+    """The finished cell's dev score as its record holds it, for the runner's one-line report."""
+    path = records_dir(exp_dir) / f"{cell_id}.json"
+    score = json.loads(path.read_text()).get("score") if path.is_file() else None
+    return "dev score " + ("n/a" if score is None else f"{100 * score:.2f}")
 
 
 __all__ = ["cli_value", "run_dir", "run_experiment", "stream", "train_command"]
