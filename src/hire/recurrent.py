@@ -170,7 +170,8 @@ class BiGRU(nn.Module):
     """
 
     #: On CUDA, run each direction with cuDNN (the default) or, when False, with the batched step loop that
-    #: CPUs run (the same numbers; for comparing the two paths, as ``benchmarks/bench_heads.py --gru loop``).
+    #: CPUs run (the same arithmetic, rounded differently: cuDNN may use TF32; ``benchmarks/gpu_check.py``
+    #: compares the two, ``benchmarks/bench_heads.py --gru loop`` times them).
     cudnn_on_cuda: bool = True
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int, dropout: float = 0.0):

@@ -69,7 +69,6 @@ def stream(cmd: list[str], log: Path, echo: bool = True) -> int:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": os.environ.get("TOKENIZERS_PARALLELISM",
                                                                                               "false")}
     terminal = getattr(sys.stdout, "buffer", None)
-    tee = echo
     with log.open("ab") as sink:
         sink.write(f"$ {shlex.join(cmd)}\n".encode())
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
@@ -77,7 +76,7 @@ def stream(cmd: list[str], log: Path, echo: bool = True) -> int:
         try:
             while chunk := proc.stdout.read1(65536):
                 sink.write(chunk)
-                if not tee:
+                if not echo:
                     continue
                 if terminal is not None:
                     terminal.write(chunk)
