@@ -188,11 +188,11 @@ def run_experiment(exp: Experiment, runs_dir: Path, exp_dir: Path, *, max_runs: 
             progress.started += 1
             if parallel:
                 assert pool is not None
-                log = runs_dir / exp.name / "logs" / f"{s.cell.id}.log"
-                resume = " (resuming)" if s.state == "started" else ""
-                say(f"=== [{progress.started}/{todo}] {s.cell.id}{resume}: started, about {estimate / 60:.0f} min "
-                    f"({len(running) + 1} of {jobs} at once); log: {log}")
-                running[pool.submit(_train_and_record, exp, s, log, exp_dir, False, say)] = s
+                log = _log(runs_dir, exp, s)
+                say(f"=== [{progress.started}/{todo}] {s.cell.id}{_resuming(s)}: started, about "
+                    f"{estimate / 60:.0f} min ({len(running) + 1} of {jobs} at once); log: {log}")
+                cmd = train_command(s.cell, s.run)
+                running[pool.submit(_train_and_record, exp, s, cmd, log, exp_dir, False, say)] = s
             elif dry_run:
                 progress.planned_seconds += estimate
                 say(f"would run {s.cell.id} (about {estimate / 60:.0f} min): "
@@ -232,18 +232,23 @@ def _skip(exp: Experiment, s: CellStatus, exp_dir: Path, progress: Progress, dry
 def _run_one(exp: Experiment, s: CellStatus, runs_dir: Path, exp_dir: Path, number: int, total: int,
              estimate: float, say: Callable[[str], None]) -> bool:
     """Train one cell (resuming it if it started before) and write its record; True if it finished."""
-    cmd = train_command(s.cell, s.run)
-    log = runs_dir / exp.name / "logs" / f"{s.cell.id}.log"
-    resume = " (resuming)" if s.state == "started" else ""
-    say(f"\n=== [{number}/{total}] {s.cell.id}{resume}: about {estimate / 60:.0f} min\n$ {shlex.join(cmd)}")
-    return _train_and_record(exp, s, log, exp_dir, True, say)
+    cmd, log = train_command(s.cell, s.run), _log(runs_dir, exp, s)
+    say(f"\n=== [{number}/{total}] {s.cell.id}{_resuming(s)}: about {estimate / 60:.0f} min\n$ {shlex.join(cmd)}")
+    return _train_and_record(exp, s, cmd, log, exp_dir, True, say)
 
 
-def _train_and_record(exp: Experiment, s: CellStatus, log: Path, exp_dir: Path, echo: bool,
+def _log(runs_dir: Path, exp: Experiment, s: CellStatus) -> Path:
+    return runs_dir / exp.name / "logs" / f"{s.cell.id}.log"
+
+
+def _resuming(s: CellStatus) -> str:
+    return " (resuming)" if s.state == "started" else ""
+
+
+def _train_and_record(exp: Experiment, s: CellStatus, cmd: list[str], log: Path, exp_dir: Path, echo: bool,
                       say: Callable[[str], None]) -> bool:
     """Train the cell, its output to ``log`` (and the terminal with ``echo``), and write its record; True if it
     finished. With several cells at once, this runs in a worker thread: each cell writes only its own files."""
-    cmd = train_command(s.cell, s.run)
     t0 = time.monotonic()
     try:
         code = stream(cmd, log, echo=echo)
