@@ -9,6 +9,7 @@ import json
 import math
 import shutil
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from hire.experiments.records import collect
 from hire.experiments.report import write_report
 from hire.experiments.runner import run_experiment
 from hire.experiments.stats import bootstrap_mean_interval, glue_average, paired, summarize, wilcoxon_p
-from hire.experiments.status import Estimates, cell_statuses
+from hire.experiments.status import CellClaim, Estimates, cell_statuses
 
 GLUE = default_glue_dir()
 ROOT = Path(__file__).resolve().parents[1]
@@ -264,7 +265,7 @@ def test_a_failing_cell_is_reported_and_the_runner_goes_on(tmp_path: Path, monke
     failures = [line for line in said if "failed (exit 2): hire train: error: boom" in line]
     assert len(failures) == (1 if stop else 2)
     assert said[-1].startswith("fake: 0 cells finished now, 0 were done already, " + ("1" if stop else "2"))
-    assert not (tmp_path / "out" / "records").exists()
+    assert not list((tmp_path / "out" / "records").glob("*.json"))
     assert not list((tmp_path / "runs" / "fake").glob("RTE__*/*"))  # nothing written into a folder with no run
     assert "boom" in (tmp_path / "runs" / "fake" / "logs" / "RTE__last-layer__seed1.log").read_text()
 
@@ -279,11 +280,80 @@ def test_time_budget_and_estimates(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     estimates = Estimates.from_records(records, default_minutes=5)
     assert estimates.seconds(exp.cell("RTE__hire__seed1")) == 70
     assert estimates.seconds(exp.cell("RTE__last-layer__seed1")) == 300  # no record: the default
+    # Records name their machine: this machine's records decide where there are some (a GPU's minutes are
+    # a CPU's hours), all of them elsewhere.
+    for i, (seconds, machine) in enumerate([(60, {"cpu": "EPYC", "gpu": "H100"}), (80, {"cpu": "EPYC", "gpu": "H100"}),
+                                            (4000, {"cpu": "EPYC"})]):
+        (records / f"m{i}.json").write_text(json.dumps({"task": "RTE", "head": "last-layer", "wall_seconds": seconds,
+                                                        "machine": machine}))
+    cell = exp.cell("RTE__last-layer__seed1")
+    assert Estimates.from_records(records, 5, device="EPYC").seconds(cell) == 4000
+    assert Estimates.from_records(records, 5, device="H100").seconds(cell) == 70
+    assert Estimates.from_records(records, 5, device="M2").seconds(cell) == 80  # median of all three
+    assert Estimates.from_records(records, 5, device="EPYC").seconds(exp.cell("RTE__hire__seed1")) == 70
+    for path in records.glob("m*.json"):
+        path.unlink()
     monkeypatch.setattr(runner, "train_command", lambda cell, run: fake_train(0))
     said: list[str] = []
     assert run_experiment(exp, tmp_path / "runs", tmp_path / "out", time_budget=4, default_minutes=5,
                           say=said.append) == 0
     assert any(line.startswith("stopping before RTE__last-layer__seed1: it takes about 5 min") for line in said)
+
+
+def test_runners_with_other_runs_dirs_never_train_one_cell_twice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture) -> None:
+    """Two runners with their own runs_dirs share the experiment's records: a cell another runner has claimed
+    (it is training it) is left alone and counts as running, and a cell another runner finished after this one
+    looked is not trained again (each runner decides what to run from the states it saw at its start)."""
+    (tmp_path / "fake.yaml").write_text(FAKE)
+    exp = load_experiment(tmp_path / "fake.yaml")
+    out = tmp_path / "fake"  # <experiments_dir>/<name>, as `hire experiment status` finds it
+    records, started = out / "records", tmp_path / "started.txt"
+    script = "import sys; open(sys.argv[1], 'a').write(sys.argv[2] + chr(10)); sys.exit(2)"
+    monkeypatch.setattr(runner, "train_command",
+                        lambda cell, run: [sys.executable, "-c", script, str(started), cell.id])
+    other = CellClaim(records, "RTE__hire__seed1")  # another runner is training the hire cell
+    assert other.acquire()
+    try:
+        assert main(["experiment", "status", str(tmp_path / "fake.yaml"), "--runs_dir", str(tmp_path / "runs"),
+                     "--experiments_dir", str(tmp_path)]) == 0
+        said: list[str] = []
+        assert run_experiment(exp, tmp_path / "runs", out, say=said.append) == 1  # the fake last-layer cell fails
+        assert "RTE__hire__seed1: another runner is training it right now; left alone" in said
+        assert started.read_text().split() == ["RTE__last-layer__seed1"]
+    finally:
+        other.release()
+    assert "2 cells: 0 done, 0 recorded, 1 running, 0 started, 1 left" in capsys.readouterr().out
+    assert not other.held_elsewhere()
+    assert (records / ".claims" / ".gitignore").read_text() == "*\n"  # the claims never reach git
+
+    # Another runner claims the hire cell while this one trains the last-layer cell (a process that holds the
+    # claim for a few seconds, started by the fake cell).
+    holder = ("import fcntl, sys, time, pathlib; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); "
+              "pathlib.Path(sys.argv[2]).touch(); time.sleep(4)")
+    flag = tmp_path / "held"
+    script = (f"import subprocess, sys, time, pathlib; open(sys.argv[1], 'a').write(sys.argv[2] + chr(10)); "
+              f"subprocess.Popen([sys.executable, '-c', {holder!r}, {str(other.path)!r}, {str(flag)!r}], "
+              f"stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+              f"[time.sleep(0.05) for _ in range(200) if not pathlib.Path({str(flag)!r}).exists()]; sys.exit(2)")
+    started.unlink()
+    said = []
+    assert run_experiment(exp, tmp_path / "runs1", out, say=said.append) == 1
+    assert started.read_text().split() == ["RTE__last-layer__seed1"]
+    assert "RTE__hire__seed1: another runner is training it right now; left alone" in said
+    while other.held_elsewhere():
+        time.sleep(0.2)
+
+    # The last-layer cell's process finishes the hire cell "in another runner": its record appears meanwhile.
+    hire_cell = exp.cell("RTE__hire__seed1")
+    record = json.dumps({"config": hire_cell.options, "task": "RTE", "head": "hire"})
+    script = (f"import sys, pathlib; open(sys.argv[1], 'a').write(sys.argv[2] + chr(10)); "
+              f"pathlib.Path({str(records / (hire_cell.id + '.json'))!r}).write_text({record!r}); sys.exit(2)")
+    started.unlink()
+    said = []
+    assert run_experiment(exp, tmp_path / "runs2", out, say=said.append) == 1
+    assert started.read_text().split() == ["RTE__last-layer__seed1"]  # the hire cell was not trained again
+    assert said[-1].startswith("fake: 0 cells finished now, 1 were done already, 1 failed")
 
 
 def test_a_folder_locked_by_a_training_process_counts_as_running(tmp_path: Path, capsys: pytest.CaptureFixture

@@ -6,7 +6,9 @@ to the terminal (and to ``<runs_dir>/<name>/logs/<cell-id>.log``).
 Cells run one at a time by default: two torch processes on a small CPU slow each other down many times
 over. ``jobs > 1`` trains that many cells at once, for a GPU that a small encoder leaves mostly idle; each
 cell's output then goes to its log alone, and the runner says when a cell starts and ends. A lock on
-``<runs_dir>/.runner.lock`` keeps a second runner out. A finished cell
+``<runs_dir>/.runner.lock`` keeps a second runner out; runners with other runs_dirs share the experiment's
+records, and a claim there on the cell it trains (:class:`~hire.experiments.status.CellClaim`) keeps them
+from training the same cell twice. A finished cell
 (``metrics.json``) is skipped, an unfinished one resumes (``hire train`` does that by itself), a cell
 whose folder another process is training in is left alone. After each cell its record is written. A
 failing cell is reported and the runner goes on (``--stop_on_error`` stops it); the exit status is
@@ -32,7 +34,16 @@ from typing import Any
 from hire.experiments.experiment import Experiment
 from hire.experiments.records import RUNNER_FILE, collect_cell, json_bytes, records_dir, run_dir, write_if_changed
 from hire.experiments.spec import Cell, ExperimentError, default_options
-from hire.experiments.status import CellStatus, Estimates, cell_statuses, matches_only
+from hire.experiments.status import (
+    CellClaim,
+    CellStatus,
+    Estimates,
+    cell_status,
+    cell_statuses,
+    folder_in_use,
+    matches_only,
+    this_device,
+)
 
 
 def cli_value(value: Any) -> str:
@@ -145,7 +156,7 @@ def run_experiment(exp: Experiment, runs_dir: Path, exp_dir: Path, *, max_runs: 
     with nullcontext() if dry_run else runner_lock(runs_dir), \
             ThreadPoolExecutor(jobs) if parallel else nullcontext() as pool:
         statuses = [s for s in cell_statuses(exp, runs_dir, records_dir(exp_dir)) if matches_only(s.cell, only)]
-        estimates = Estimates.from_records(records_dir(exp_dir), default_minutes)
+        estimates = Estimates.from_records(records_dir(exp_dir), default_minutes, this_device())
         todo = sum(s.state in ("left", "started") for s in statuses)
         done = sum(s.state in ("done", "recorded") for s in statuses)
         say(f"{exp.name}: {len(statuses)} cells selected: {done} done, {todo} to run")
@@ -185,6 +196,17 @@ def run_experiment(exp: Experiment, runs_dir: Path, exp_dir: Path, *, max_runs: 
                 say(f"stopping before {s.cell.id}: it takes about {estimate / 60:.0f} min, "
                     f"{max(left, 0) / 60:.0f} min of the time budget are left")
                 break
+            claim = None
+            if not dry_run:  # another runner (another runs_dir) may have taken or finished the cell since
+                claim = CellClaim(records_dir(exp_dir), s.cell.id)
+                if not claim.acquire():
+                    say(f"{s.cell.id}: another runner is training it right now; left alone")
+                    continue
+                s = cell_status(s.cell, s.run, records_dir(exp_dir), claims=False)
+                if s.state not in ("left", "started"):
+                    claim.release()
+                    _skip(exp, s, exp_dir, progress, dry_run, say)
+                    continue
             progress.started += 1
             if parallel:
                 assert pool is not None
@@ -192,12 +214,12 @@ def run_experiment(exp: Experiment, runs_dir: Path, exp_dir: Path, *, max_runs: 
                 say(f"=== [{progress.started}/{todo}] {s.cell.id}{_resuming(s)}: started, about "
                     f"{estimate / 60:.0f} min ({len(running) + 1} of {jobs} at once); log: {log}")
                 cmd = train_command(s.cell, s.run)
-                running[pool.submit(_train_and_record, exp, s, cmd, log, exp_dir, False, say)] = s
+                running[pool.submit(_train_and_record, exp, s, cmd, log, exp_dir, False, say, claim)] = s
             elif dry_run:
                 progress.planned_seconds += estimate
                 say(f"would run {s.cell.id} (about {estimate / 60:.0f} min): "
                     f"{shlex.join(train_command(s.cell, s.run))}")
-            elif _run_one(exp, s, runs_dir, exp_dir, progress.started, todo, estimate, say):
+            elif _run_one(exp, s, runs_dir, exp_dir, progress.started, todo, estimate, say, claim):
                 progress.finished += 1
             else:
                 progress.failed.append(s.cell.id)
@@ -222,7 +244,8 @@ def _skip(exp: Experiment, s: CellStatus, exp_dir: Path, progress: Progress, dry
     elif s.state == "recorded":
         progress.already_done += 1  # its committed record stands; no run folder here to collect from
     elif s.state == "running":
-        say(f"{s.cell.id}: a process is training in {s.run} right now; left alone")
+        where = f"a process is training in {s.run}" if folder_in_use(s.run) else "another runner is training it"
+        say(f"{s.cell.id}: {where} right now; left alone")
     else:
         progress.failed.append(s.cell.id)
         say(f"{s.cell.id}: error: {s.run} holds a run with another configuration (differs in: "
@@ -230,11 +253,11 @@ def _skip(exp: Experiment, s: CellStatus, exp_dir: Path, progress: Progress, dry
 
 
 def _run_one(exp: Experiment, s: CellStatus, runs_dir: Path, exp_dir: Path, number: int, total: int,
-             estimate: float, say: Callable[[str], None]) -> bool:
+             estimate: float, say: Callable[[str], None], claim: CellClaim | None = None) -> bool:
     """Train one cell (resuming it if it started before) and write its record; True if it finished."""
     cmd, log = train_command(s.cell, s.run), _log(runs_dir, exp, s)
     say(f"\n=== [{number}/{total}] {s.cell.id}{_resuming(s)}: about {estimate / 60:.0f} min\n$ {shlex.join(cmd)}")
-    return _train_and_record(exp, s, cmd, log, exp_dir, True, say)
+    return _train_and_record(exp, s, cmd, log, exp_dir, True, say, claim)
 
 
 def _log(runs_dir: Path, exp: Experiment, s: CellStatus) -> Path:
@@ -246,19 +269,24 @@ def _resuming(s: CellStatus) -> str:
 
 
 def _train_and_record(exp: Experiment, s: CellStatus, cmd: list[str], log: Path, exp_dir: Path, echo: bool,
-                      say: Callable[[str], None]) -> bool:
+                      say: Callable[[str], None], claim: CellClaim | None = None) -> bool:
     """Train the cell, its output to ``log`` (and the terminal with ``echo``), and write its record; True if it
-    finished. With several cells at once, this runs in a worker thread: each cell writes only its own files."""
-    t0 = time.monotonic()
+    finished. The claim on the cell is released at the end, the record written. With several cells at once,
+    this runs in a worker thread: each cell writes only its own files."""
     try:
-        code = stream(cmd, log, echo=echo)
+        t0 = time.monotonic()
+        try:
+            code = stream(cmd, log, echo=echo)
+        finally:
+            _note_attempt(s.run, time.monotonic() - t0)
+        if code == 0 and (s.run / "metrics.json").is_file():
+            collect_cell(exp, s.cell, s.run, exp_dir)
+            return True
+        say(f"{s.cell.id}: failed (exit {code}): {_last_error(log)}\n  full log: {log}")
+        return False
     finally:
-        _note_attempt(s.run, time.monotonic() - t0)
-    if code == 0 and (s.run / "metrics.json").is_file():
-        collect_cell(exp, s.cell, s.run, exp_dir)
-        return True
-    say(f"{s.cell.id}: failed (exit {code}): {_last_error(log)}\n  full log: {log}")
-    return False
+        if claim is not None:
+            claim.release()
 
 
 def _record_score(exp_dir: Path, cell_id: str) -> str:

@@ -4,18 +4,20 @@
     recorded no run folder here, but a committed record of the cell (same configuration): a run finished on
              another machine or in an earlier checkout (run folders are not in git). It is not trained
              again; delete the record to train it here
-    running  a process holds the folder's lock (``<run>/.lock``) right now
+    running  a process holds the folder's lock (``<run>/.lock``) right now, or another runner (with another
+             runs_dir) has claimed the cell (``records/.claims/<cell-id>.lock``)
     started  the folder holds an unfinished run: ``hire train`` resumes it
     left     nothing yet
     changed  the folder holds a run with another configuration (the file changed since): it is never
              overwritten; delete the folder to run the cell again
 
 A cell's time is estimated from finished records of the same task and head (their median wall time,
-else their training time), else from a default.
+else their training time; records made on this machine's device where there are some), else from a default.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import statistics
 from collections.abc import Callable, Sequence
@@ -39,6 +41,50 @@ def folder_in_use(path: Path) -> bool:
     return in_use(Path(path))
 
 
+class CellClaim:
+    """A runner's claim on a cell while it trains it: an exclusive lock on ``records/.claims/<cell-id>.lock``.
+
+    Run folders are locked by ``hire train`` itself, but two runners with different runs_dirs train into
+    different folders: without a claim, both could train the same cell (each decides what to run from the
+    states it saw) and the later record would replace the earlier. The claim lives beside the records, which
+    every runner of the experiment shares; the lock goes with the process that holds it, so a killed runner
+    leaves no stale claim. The folder ignores itself in git.
+    """
+
+    def __init__(self, records: Path, cell_id: str) -> None:
+        self.path = Path(records) / ".claims" / f"{cell_id}.lock"
+        self._file: Any = None
+
+    def acquire(self) -> bool:
+        """Take the claim; False (and nothing held) if another process holds it."""
+        folder = self.path.parent
+        folder.mkdir(parents=True, exist_ok=True)
+        if not (folder / ".gitignore").is_file():
+            (folder / ".gitignore").write_text("*\n")
+        f = self.path.open("a")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.close()
+            return False
+        self._file = f
+        return True
+
+    def release(self) -> None:
+        if self._file is not None:
+            self._file.close()  # closing the file drops the lock; the empty file stays (removing it would race)
+            self._file = None
+
+    def held_elsewhere(self) -> bool:
+        """Whether another process holds the claim right now."""
+        if not self.path.is_file():
+            return False
+        if self.acquire():
+            self.release()
+            return False
+        return True
+
+
 @dataclass(frozen=True)
 class CellStatus:
     cell: Cell
@@ -55,8 +101,9 @@ def recorded(cell: Cell, records: Path | None) -> bool:
     return not config_differences(json.loads(path.read_text()).get("config", {}), cell.options)
 
 
-def cell_status(cell: Cell, run: Path, records: Path | None = None) -> CellStatus:
-    if folder_in_use(run):
+def cell_status(cell: Cell, run: Path, records: Path | None = None, claims: bool = True) -> CellStatus:
+    """``claims``: whether a claim on the cell counts as running (not when this process holds it)."""
+    if folder_in_use(run) or (claims and records is not None and CellClaim(records, cell.id).held_elsewhere()):
         return CellStatus(cell, run, "running")
     saved = run / "config.yaml"
     if not saved.is_file():
@@ -95,26 +142,43 @@ def matches_only(cell: Cell, only: dict[str, list[Any]] | None) -> bool:
     return True
 
 
+def device_of(machine: dict[str, Any] | None) -> str | None:
+    """The device a record's run trained on: its GPU's name, else its processor's."""
+    return None if not machine else machine.get("gpu") or machine.get("cpu")
+
+
 @dataclass
 class Estimates:
-    """Seconds per cell by (task, head), from finished records; ``default`` where there are none."""
+    """Seconds per cell by (task, head), from finished records: the median over the records made on ``device``
+    (this machine) where there are some, else over all of them (a GPU's minutes are a CPU's hours);
+    ``default`` where there are none."""
 
-    by_group: dict[tuple[str, str], list[float]]
+    by_group: dict[tuple[str, str], list[tuple[str | None, float]]]
     default: float
+    device: str | None = None
 
     @classmethod
-    def from_records(cls, folder: Path, default_minutes: float) -> Estimates:
-        groups: dict[tuple[str, str], list[float]] = {}
+    def from_records(cls, folder: Path, default_minutes: float, device: str | None = None) -> Estimates:
+        groups: dict[tuple[str, str], list[tuple[str | None, float]]] = {}
         for path in sorted(Path(folder).glob("*.json")):
             r = json.loads(path.read_text())
             seconds = r.get("wall_seconds") or r.get("train_seconds")
             if seconds:
-                groups.setdefault((r.get("task"), r.get("head")), []).append(float(seconds))
-        return cls(groups, 60 * default_minutes)
+                groups.setdefault((r.get("task"), r.get("head")), []).append((device_of(r.get("machine")),
+                                                                              float(seconds)))
+        return cls(groups, 60 * default_minutes, device)
 
     def seconds(self, cell: Cell) -> float:
-        values = self.by_group.get((cell.task, cell.head))
-        return statistics.median(values) if values else self.default
+        values = self.by_group.get((cell.task, cell.head), [])
+        here = [t for d, t in values if self.device is not None and d == self.device]
+        return statistics.median(here or [t for _, t in values]) if values else self.default
+
+
+def this_device() -> str | None:
+    """This machine's device as :func:`device_of` names a record's."""
+    from hire.runs import machine
+
+    return device_of(machine())
 
 
 def _hours(seconds: float) -> str:
@@ -147,6 +211,7 @@ def status_report(exp: Experiment, statuses: list[CellStatus], estimates: Estima
 def print_status(exp: Experiment, runs_dir: Path, records: Path, default_minutes: float,
                  only: dict[str, list[Any]] | None, listing: bool, say: Callable[[str], None] = print) -> int:
     statuses = [s for s in cell_statuses(exp, runs_dir, records) if matches_only(s.cell, only)]
-    for line in status_report(exp, statuses, Estimates.from_records(records, default_minutes), listing):
+    estimates = Estimates.from_records(records, default_minutes, this_device())
+    for line in status_report(exp, statuses, estimates, listing):
         say(line)
     return 0
