@@ -190,32 +190,56 @@ def run_finished(out: Path) -> bool:
 
 
 # -- the lock ----------------------------------------------------------------------------------------
-class RunLock:
-    """An exclusive ``flock`` on ``<run>/.lock``, held while a process trains in the folder.
+def take_lock(path: Path, note: bool = True) -> IO[str] | None:
+    """An exclusive ``flock`` on ``path``, taken without waiting: the open file, which holds the lock until it
+    is closed (the operating system releases it when the process ends, however it ends, so a killed process
+    never leaves a stale lock), or None if another process holds it. ``note``: write this process's pid in it."""
+    f = path.open("a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.close()
+        return None
+    if note:
+        f.seek(0)
+        f.truncate()
+        f.write(f"pid {os.getpid()}\n")
+        f.flush()
+    return f
 
-    The operating system releases it when the process ends, however it ends, so a killed run never
-    leaves a stale lock behind.
-    """
+
+def lock_holder(path: Path, default: str) -> str:
+    """What the lock's holder wrote in it (its pid), else ``default``."""
+    try:
+        return path.read_text().strip() or default
+    except OSError:
+        return default
+
+
+def lock_held(path: Path) -> bool:
+    """Whether another process holds the lock on ``path`` right now."""
+    if not path.is_file():
+        return False
+    f = take_lock(path, note=False)
+    if f is None:
+        return True
+    f.close()
+    return False
+
+
+class RunLock:
+    """An exclusive lock (:func:`take_lock`) on ``<run>/.lock``, held while a process trains in the folder."""
 
     def __init__(self, out: Path):
         self.path = out / LOCK
         self.file: IO[str] | None = None
 
     def acquire(self) -> RunLock:
-        f = self.path.open("a+")
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.seek(0)
-            holder = f.read().strip() or "another process"
-            f.close()
-            raise ConfigError(f"--output_dir {self.path.parent} is in use by a run in progress ({holder}); "
-                              "wait for it to finish, or choose another folder") from None
-        f.seek(0)
-        f.truncate()
-        f.write(f"pid {os.getpid()}\n")
-        f.flush()
-        self.file = f
+        self.file = take_lock(self.path)
+        if self.file is None:
+            raise ConfigError(f"--output_dir {self.path.parent} is in use by a run in progress "
+                              f"({lock_holder(self.path, 'another process')}); wait for it to finish, or choose "
+                              "another folder")
         return self
 
     def release(self) -> None:
@@ -226,16 +250,7 @@ class RunLock:
 
 def folder_in_use(out: Path) -> bool:
     """Whether a process is training in ``out`` right now (its lock is held)."""
-    path = Path(out) / LOCK
-    if not path.is_file():
-        return False
-    with path.open("a") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(f, fcntl.LOCK_UN)
-    return False
+    return lock_held(Path(out) / LOCK)
 
 
 # -- deciding what to do with a folder ---------------------------------------------------------------

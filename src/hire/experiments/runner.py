@@ -17,7 +17,6 @@ non-zero if any cell failed.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shlex
@@ -113,18 +112,15 @@ def _note_attempt(run: Path, seconds: float) -> None:
 @contextmanager
 def runner_lock(runs_dir: Path) -> Iterator[None]:
     """One runner at a time under ``runs_dir`` (it alone decides which cells train, and how many at once)."""
+    from hire.runs import lock_holder, take_lock
+
     runs_dir.mkdir(parents=True, exist_ok=True)
-    with (runs_dir / ".runner.lock").open("a+") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.seek(0)
-            raise ExperimentError(f"{runs_dir}: another `hire experiment run` is training there "
-                                  f"({f.read().strip() or 'a running process'}); wait for it to finish") from None
-        f.seek(0)
-        f.truncate()
-        f.write(f"pid {os.getpid()}\n")
-        f.flush()
+    path = runs_dir / ".runner.lock"
+    lock = take_lock(path)
+    if lock is None:
+        raise ExperimentError(f"{runs_dir}: another `hire experiment run` is training there "
+                              f"({lock_holder(path, 'a running process')}); wait for it to finish")
+    with lock:
         yield
 
 

@@ -17,7 +17,6 @@ else their training time; records made on this machine's device where there are 
 
 from __future__ import annotations
 
-import fcntl
 import json
 import statistics
 from collections.abc import Callable, Sequence
@@ -56,33 +55,26 @@ class CellClaim:
         self._file: Any = None
 
     def acquire(self) -> bool:
-        """Take the claim; False (and nothing held) if another process holds it."""
+        """Take the claim (:func:`hire.runs.take_lock`); False (and nothing held) if another process holds it."""
+        from hire.runs import take_lock
+
         folder = self.path.parent
         folder.mkdir(parents=True, exist_ok=True)
         if not (folder / ".gitignore").is_file():
             (folder / ".gitignore").write_text("*\n")
-        f = self.path.open("a")
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.close()
-            return False
-        self._file = f
-        return True
+        self._file = take_lock(self.path)
+        return self._file is not None
 
     def release(self) -> None:
         if self._file is not None:
-            self._file.close()  # closing the file drops the lock; the empty file stays (removing it would race)
+            self._file.close()  # closing the file drops the lock; the file stays (removing it would race)
             self._file = None
 
     def held_elsewhere(self) -> bool:
         """Whether another process holds the claim right now."""
-        if not self.path.is_file():
-            return False
-        if self.acquire():
-            self.release()
-            return False
-        return True
+        from hire.runs import lock_held
+
+        return lock_held(self.path)
 
 
 @dataclass(frozen=True)
