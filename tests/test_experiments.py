@@ -420,6 +420,51 @@ def test_a_cell_adopts_only_the_record_of_an_identical_configuration(tmp_path: P
 
 
 # -- statistics and aggregation against hand-computed values -----------------------------------------
+def test_a_record_set_to_auto_precision_answers_a_cell_set_to_what_it_resolved_to(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """``auto`` is only resolved and handed to Accelerate: a run set to auto that resolved to fp32 trained as one set
+    to fp32 (``no``), so a cell set to ``no`` adopts it and counts it recorded; a cell set to bf16 does not, and a
+    record set to ``no`` does not answer a cell set to ``auto`` (machine-dependent)."""
+    from hire.options import parse_options
+
+    (tmp_path / "src.yaml").write_text("name: src\n" + FAKE)
+    grid = "grid: {model.head: [last-layer, hire], train.mixed_precision: [auto, 'no', bf16]}"
+    (tmp_path / "dst.yaml").write_text("name: dst\n" + FAKE.replace("grid: {model.head: [last-layer, hire]}", grid))
+    src, dst = load_experiment(tmp_path / "src.yaml"), load_experiment(tmp_path / "dst.yaml")
+    source = tmp_path / "experiments" / "src" / "records"
+    source.mkdir(parents=True)
+    for cell, setting, resolved in zip(src.cells, ["auto", "no"], ["no", "no"], strict=True):
+        config = parse_options({**cell.options, "train.mixed_precision": setting}).to_dict()
+        for key in ("output_dir", "overwrite"):
+            config.pop(key, None)
+        record = {"experiment": "src", "cell": cell.id, "config": config, "task": cell.task, "head": cell.head,
+                  "score": 0.7, "dev": {"dev": {"accuracy": 0.7, "score": 0.7}}, "mixed_precision": resolved}
+        (source / f"{cell.id}.json").write_text(json.dumps(record))
+    args = ["experiment", "adopt", str(tmp_path / "dst.yaml"), "--from", str(tmp_path / "src.yaml"),
+            "--runs_dir", str(tmp_path / "runs"), "--experiments_dir", str(tmp_path / "experiments")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    target = tmp_path / "experiments" / "dst" / "records"
+    # last-layer was set to auto and ran in fp32: it answers the auto cell and the fp32 cell, not the bf16 one;
+    # hire was set to fp32: it answers the fp32 cell only.
+    assert sorted(p.stem for p in target.glob("*.json")) == [
+        "RTE__hire__mixed_precision=no__seed1", "RTE__last-layer__mixed_precision=auto__seed1",
+        "RTE__last-layer__mixed_precision=no__seed1"], out
+    states = {s.cell.id: s.state for s in cell_statuses(dst, tmp_path / "runs", target)}
+    assert sorted(cid for cid, state in states.items() if state == "recorded") == sorted(
+        p.stem for p in target.glob("*.json"))
+    from hire.experiments.records import load_records
+
+    assert sorted(load_records(dst, tmp_path / "experiments" / "dst").by_cell) == sorted(
+        p.stem for p in target.glob("*.json"))
+    # A record that resolved to fp32 placed under the bf16 cell's name is stale, not counted.
+    wrong = json.loads((target / "RTE__last-layer__mixed_precision=no__seed1.json").read_text())
+    (target / "RTE__last-layer__mixed_precision=bf16__seed1.json").write_text(
+        json.dumps({**wrong, "cell": "RTE__last-layer__mixed_precision=bf16__seed1"}))
+    records = load_records(dst, tmp_path / "experiments" / "dst")
+    assert records.stale == {"RTE__last-layer__mixed_precision=bf16__seed1": ["train.mixed_precision"]}
+
+
 def test_statistics_against_hand_computed_values() -> None:
     s = summarize([3, 1, 2, 5, 4])
     assert (s["n"], s["median"], s["mean"], s["min"], s["max"]) == (5, 3, 3, 1, 5)

@@ -3,7 +3,8 @@
 Experiments overlap. The learning-rate sweep's last-layer cell at the rate a task settles on *is* Table 1's
 last-layer cell of seed 1, and Table 1's HIRE cells on CoLA are the ablations' baseline cells. A cell with no
 run folder and no record here adopts the record of another experiment's cell whose resolved configuration
-is the same in every run option (task, head, encoder, learning rate, epochs, seed, precision setting, ...).
+is the same in every run option (task, head, encoder, learning rate, epochs, seed, precision, ...); a
+record set to ``auto`` precision counts as set to what that resolved to on its machine.
 The copy names its new cell and experiment and says where it came from (``adopted_from``); Figure 2's
 per-example layer weights come along where the source has them. Nothing is adopted across a difference in
 any option, and a cell the target already holds (a run folder or a record) is never replaced.
@@ -20,7 +21,7 @@ from typing import Any
 from hire.config import ConfigError
 from hire.experiments.experiment import Experiment
 from hire.experiments.records import gzip_bytes, json_bytes, records_dir, run_dir, wants_examples, write_if_changed
-from hire.experiments.spec import Cell, canonical, default_options
+from hire.experiments.spec import PRECISION, Cell, canonical, default_options, resolved_precision
 from hire.options import parse_options
 
 
@@ -34,14 +35,24 @@ def _config_key(config: dict[str, Any]) -> str | None:
     return canonical({name: resolved.get(name) for name in default_options()})
 
 
+def _record_keys(record: dict[str, Any]) -> list[str]:
+    """A record's configuration keys: as set, and where its precision was ``auto``, also with the precision it
+    resolved to (it trained exactly as a run set to that; see :func:`hire.experiments.spec.record_differences`)."""
+    key = _config_key(record.get("config", {}))
+    if key is None:
+        return []
+    if (resolved := resolved_precision(record)) is None:
+        return [key]
+    return [key, canonical({**json.loads(key), PRECISION: resolved})]
+
+
 def source_records(folders: list[Path]) -> dict[str, tuple[Path, dict[str, Any]]]:
-    """Records of the source folders by their configuration key (the first folder wins a tie)."""
+    """Records of the source folders by their configuration keys (the first folder wins a tie)."""
     found: dict[str, tuple[Path, dict[str, Any]]] = {}
     for folder in folders:
         for path in sorted(records_dir(folder).glob("*.json")):
             record = json.loads(path.read_text())
-            key = _config_key(record.get("config", {}))
-            if key is not None:
+            for key in _record_keys(record):
                 found.setdefault(key, (path, record))
     return found
 

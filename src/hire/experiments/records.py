@@ -21,7 +21,7 @@ import yaml
 from tqdm.auto import tqdm
 
 from hire.experiments.experiment import Experiment
-from hire.experiments.spec import RUNNER_OWNED, Cell, config_differences
+from hire.experiments.spec import RUNNER_OWNED, Cell, config_differences, record_differences
 
 RUNNER_FILE = "experiment.json"  # written by the runner into a run folder: wall time over attempts
 
@@ -169,7 +169,7 @@ def load_records(exp: Experiment, exp_dir: Path) -> Records:
         if cid not in ids:
             records.not_in_grid.append(cid)
             continue
-        differ = config_differences(record.get("config", {}), exp.cell(cid).options)
+        differ = record_differences(record, exp.cell(cid).options)
         if differ:
             records.stale[cid] = differ
         else:

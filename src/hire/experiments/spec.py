@@ -99,6 +99,31 @@ def config_differences(saved: dict[str, Any], options: dict[str, Any]) -> list[s
     return sorted(k for k in options if resolved.get(k) != options[k])
 
 
+PRECISION = "train.mixed_precision"
+
+
+def record_differences(record: dict[str, Any], options: dict[str, Any]) -> list[str]:
+    """Options in which a record's run differs from a cell's. As :func:`config_differences` of the record's
+    configuration, except that a precision setting of ``auto`` counts as what it resolved to on the record's
+    machine (the record's ``mixed_precision``): the setting is only ever resolved and handed to Accelerate,
+    so a run set to ``auto`` that resolved to bf16 trained exactly as one set to ``bf16``. (Not the other way:
+    a cell set to ``auto`` is a machine-dependent choice that a record set to ``bf16`` does not answer.)"""
+    differ = config_differences(record.get("config", {}), options)
+    if PRECISION in differ and resolved_precision(record) == options.get(PRECISION):
+        differ.remove(PRECISION)
+    return differ
+
+
+def resolved_precision(record: dict[str, Any]) -> str | None:
+    """What a record's ``auto`` precision setting resolved to (None: it was set to something else, or the
+    record does not say)."""
+    try:
+        setting = parse_options(record.get("config", {})).get(PRECISION)
+    except ConfigError:
+        return None
+    return record.get("mixed_precision") if setting == "auto" else None
+
+
 def fail(path: Path | str, where: str, message: str) -> typing.NoReturn:
     raise ExperimentError(f"{path}: {where}: {message}" if where else f"{path}: {message}")
 

@@ -28,7 +28,7 @@ import yaml
 
 from hire.experiments.experiment import Experiment
 from hire.experiments.records import run_dir
-from hire.experiments.spec import Cell, canonical, check_option, config_differences, fail
+from hire.experiments.spec import Cell, canonical, check_option, config_differences, fail, record_differences
 
 STATES = ("done", "recorded", "running", "started", "left", "changed")
 
@@ -90,7 +90,7 @@ def recorded(cell: Cell, records: Path | None) -> bool:
     path = None if records is None else Path(records) / f"{cell.id}.json"
     if path is None or not path.is_file():
         return False
-    return not config_differences(json.loads(path.read_text()).get("config", {}), cell.options)
+    return not record_differences(json.loads(path.read_text()), cell.options)
 
 
 def cell_status(cell: Cell, run: Path, records: Path | None = None, claims: bool = True) -> CellStatus:
