@@ -24,7 +24,7 @@ from hire.experiments.records import collect
 from hire.experiments.report import write_report
 from hire.experiments.runner import run_experiment
 from hire.experiments.stats import bootstrap_mean_interval, glue_average, paired, summarize, wilcoxon_p
-from hire.experiments.status import CellClaim, Estimates, cell_statuses
+from hire.experiments.status import CellClaim, Device, Estimates, cell_statuses, device_of
 
 GLUE = default_glue_dir()
 ROOT = Path(__file__).resolve().parents[1]
@@ -280,17 +280,28 @@ def test_time_budget_and_estimates(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     estimates = Estimates.from_records(records, default_minutes=5)
     assert estimates.seconds(exp.cell("RTE__hire__seed1")) == 70
     assert estimates.seconds(exp.cell("RTE__last-layer__seed1")) == 300  # no record: the default
-    # Records name their machine: this machine's records decide where there are some (a GPU's minutes are
-    # a CPU's hours), all of them elsewhere.
-    for i, (seconds, machine) in enumerate([(60, {"cpu": "EPYC", "gpu": "H100"}), (80, {"cpu": "EPYC", "gpu": "H100"}),
-                                            (4000, {"cpu": "EPYC"})]):
+    # Records name their machine and precision: this device's records in the cell's precision decide, else this
+    # device's in any precision, else those of a device of the same kind (a GPU's minutes are a CPU's hours).
+    epyc, h100 = {"cpu": "EPYC"}, {"cpu": "EPYC", "gpu": "H100"}
+    for i, (seconds, machine, precision) in enumerate([(60, h100, "bf16"), (80, h100, "bf16"), (4000, epyc, "bf16"),
+                                                       (9000, epyc, "no"), (5000, {"cpu": "Xeon"}, "no")]):
         (records / f"m{i}.json").write_text(json.dumps({"task": "RTE", "head": "last-layer", "wall_seconds": seconds,
-                                                        "machine": machine}))
-    cell = exp.cell("RTE__last-layer__seed1")
-    assert Estimates.from_records(records, 5, device="EPYC").seconds(cell) == 4000
-    assert Estimates.from_records(records, 5, device="H100").seconds(cell) == 70
-    assert Estimates.from_records(records, 5, device="M2").seconds(cell) == 80  # median of all three
-    assert Estimates.from_records(records, 5, device="EPYC").seconds(exp.cell("RTE__hire__seed1")) == 70
+                                                        "machine": machine, "mixed_precision": precision}))
+    cell = exp.cell("RTE__last-layer__seed1")  # set to auto
+    bf16_epyc, fp32_epyc = Device("EPYC", False, "bf16"), Device("EPYC", False, "no")
+    assert Estimates.from_records(records, 5, device=bf16_epyc).seconds(cell) == 4000
+    assert Estimates.from_records(records, 5, device=fp32_epyc).seconds(cell) == 9000
+    assert Estimates.from_records(records, 5, device=Device("EPYC", False)).seconds(cell) == 6500  # unknown: any
+    assert Estimates.from_records(records, 5, device=Device("H100", True, "bf16")).seconds(cell) == 70
+    assert Estimates.from_records(records, 5, device=Device("M2", False, "no")).seconds(cell) == 5000  # the CPUs'
+    assert Estimates.from_records(records, 5, device=Device("A100", True, "bf16")).seconds(cell) == 70  # the GPU's
+    assert Estimates.from_records(records, 5, device=bf16_epyc).seconds(exp.cell("RTE__hire__seed1")) == 70
+    cpu_only = tmp_path / "cpu-only"
+    cpu_only.mkdir()
+    (cpu_only / "r.json").write_text(json.dumps({"task": "RTE", "head": "hire", "wall_seconds": 3000, "machine": epyc}))
+    on_a_gpu = Estimates.from_records(cpu_only, 5, device=Device("A100", True, "bf16"))
+    assert on_a_gpu.seconds(exp.cell("RTE__hire__seed1")) == 300 and not on_a_gpu.known(exp.cell("RTE__hire__seed1"))
+    assert device_of({"cpu": "EPYC", "gpu": "H100"}) == ("H100", True, None) and device_of({}) is None
     for path in records.glob("m*.json"):
         path.unlink()
     monkeypatch.setattr(runner, "train_command", lambda cell, run: fake_train(0))

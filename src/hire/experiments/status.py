@@ -12,7 +12,8 @@
              overwritten; delete the folder to run the cell again
 
 A cell's time is estimated from finished records of the same task and head (their median wall time,
-else their training time; records made on this machine's device where there are some), else from a default.
+else their training time): those made on this machine's device in the cell's precision where there are some,
+else on this device, else on a device of the same kind (CPU or GPU); else a default.
 """
 
 from __future__ import annotations
@@ -22,13 +23,21 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
 from hire.experiments.experiment import Experiment
 from hire.experiments.records import run_dir
-from hire.experiments.spec import Cell, canonical, check_option, config_differences, fail, record_differences
+from hire.experiments.spec import (
+    PRECISION,
+    Cell,
+    canonical,
+    check_option,
+    config_differences,
+    fail,
+    record_differences,
+)
 
 STATES = ("done", "recorded", "running", "started", "left", "changed")
 
@@ -134,43 +143,74 @@ def matches_only(cell: Cell, only: dict[str, list[Any]] | None) -> bool:
     return True
 
 
-def device_of(machine: dict[str, Any] | None) -> str | None:
-    """The device a record's run trained on: its GPU's name, else its processor's."""
-    return None if not machine else machine.get("gpu") or machine.get("cpu")
+class Device(NamedTuple):
+    """Where a run trained: its GPU's name, else its processor's; whether that is a GPU; and what a precision
+    setting of ``auto`` resolves to there (None: unknown)."""
+
+    name: str
+    gpu: bool
+    auto: str | None = None
+
+    def precision(self, setting: str) -> str | None:
+        return self.auto if setting == "auto" else setting
+
+
+def device_of(machine: dict[str, Any] | None) -> Device | None:
+    """The device a record's run trained on (None where the record does not say)."""
+    if not machine or not (machine.get("gpu") or machine.get("cpu")):
+        return None
+    return Device(machine.get("gpu") or machine["cpu"], bool(machine.get("gpu")))
 
 
 @dataclass
 class Estimates:
     """Seconds per cell by (task, head), from finished records: the median over the records made on ``device``
-    (this machine) where there are some, else over all of them (a GPU's minutes are a CPU's hours);
-    ``default`` where there are none."""
+    (this machine) in the precision the cell resolves to here, else on this device in any precision, else on a
+    device of the same kind or one the record does not name (a GPU's minutes are a CPU's hours), else
+    ``default``. Without a ``device``, the median over all records."""
 
-    by_group: dict[tuple[str, str], list[tuple[str | None, float]]]
+    by_group: dict[tuple[str, str], list[tuple[Device | None, str | None, float]]]
     default: float
-    device: str | None = None
+    device: Device | None = None
 
     @classmethod
-    def from_records(cls, folder: Path, default_minutes: float, device: str | None = None) -> Estimates:
-        groups: dict[tuple[str, str], list[tuple[str | None, float]]] = {}
+    def from_records(cls, folder: Path, default_minutes: float, device: Device | None = None) -> Estimates:
+        groups: dict[tuple[str, str], list[tuple[Device | None, str | None, float]]] = {}
         for path in sorted(Path(folder).glob("*.json")):
             r = json.loads(path.read_text())
             seconds = r.get("wall_seconds") or r.get("train_seconds")
             if seconds:
-                groups.setdefault((r.get("task"), r.get("head")), []).append((device_of(r.get("machine")),
-                                                                              float(seconds)))
+                groups.setdefault((r.get("task"), r.get("head")), []).append(
+                    (device_of(r.get("machine")), r.get("mixed_precision"), float(seconds)))
         return cls(groups, 60 * default_minutes, device)
 
+    def known(self, cell: Cell) -> bool:
+        """Whether the estimate for ``cell`` comes from records (not the default)."""
+        return self._seconds(cell) is not None
+
     def seconds(self, cell: Cell) -> float:
+        found = self._seconds(cell)
+        return self.default if found is None else found
+
+    def _seconds(self, cell: Cell) -> float | None:
         values = self.by_group.get((cell.task, cell.head), [])
-        here = [t for d, t in values if self.device is not None and d == self.device]
-        return statistics.median(here or [t for _, t in values]) if values else self.default
+        here = self.device
+        if here is None:
+            candidates = [[t for _, _, t in values]]
+        else:
+            precision = here.precision(str(cell.options.get(PRECISION, "auto")))
+            candidates = [[t for d, p, t in values if d is not None and d.name == here.name and p == precision],
+                          [t for d, _, t in values if d is not None and d.name == here.name],
+                          [t for d, _, t in values if d is None or d.gpu == here.gpu]]
+        return next((statistics.median(times) for times in candidates if times), None)
 
 
-def this_device() -> str | None:
-    """This machine's device as :func:`device_of` names a record's."""
-    from hire.runs import machine
+def this_device() -> Device | None:
+    """This machine's device as :func:`device_of` names a record's, with what ``auto`` precision resolves to."""
+    from hire.runs import machine, resolve_mixed_precision
 
-    return device_of(machine())
+    device = device_of(machine())
+    return None if device is None else device._replace(auto=resolve_mixed_precision("auto"))
 
 
 def _hours(seconds: float) -> str:
@@ -190,7 +230,7 @@ def status_report(exp: Experiment, statuses: list[CellStatus], estimates: Estima
     width = max([len(f"{t} {h}") for t, h in groups] + [10])
     lines.append(f"  {'task head':{width}s} " + " ".join(f"{s:>7s}" for s in STATES) + "  min/cell")
     for (task, head), cs in groups.items():
-        known = (task, head) in estimates.by_group
+        known = estimates.known(cs[0].cell)
         per_cell = f"{estimates.seconds(cs[0].cell) / 60:8.1f}" + ("" if known else " (default)")
         lines.append(f"  {task + ' ' + head:{width}s} " + " ".join(f"{sum(c.state == s for c in cs):7d}"
                                                                 for s in STATES) + per_cell)
