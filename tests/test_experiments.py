@@ -20,7 +20,7 @@ from hire.cli import main
 from hire.data import default_glue_dir, read_glue_split
 from hire.experiments import runner
 from hire.experiments.experiment import load_experiment
-from hire.experiments.records import collect
+from hire.experiments.records import collect, load_records
 from hire.experiments.report import write_report
 from hire.experiments.runner import run_experiment
 from hire.experiments.stats import bootstrap_mean_interval, glue_average, paired, summarize, wilcoxon_p
@@ -464,8 +464,6 @@ def test_a_record_set_to_auto_precision_answers_a_cell_set_to_what_it_resolved_t
     states = {s.cell.id: s.state for s in cell_statuses(dst, tmp_path / "runs", target)}
     assert sorted(cid for cid, state in states.items() if state == "recorded") == sorted(
         p.stem for p in target.glob("*.json"))
-    from hire.experiments.records import load_records
-
     assert sorted(load_records(dst, tmp_path / "experiments" / "dst").by_cell) == sorted(
         p.stem for p in target.glob("*.json"))
     # A record that resolved to fp32 placed under the bf16 cell's name is stale, not counted.
