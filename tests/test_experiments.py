@@ -25,6 +25,7 @@ from hire.experiments.report import write_report
 from hire.experiments.runner import run_experiment
 from hire.experiments.stats import bootstrap_mean_interval, glue_average, paired, summarize, wilcoxon_p
 from hire.experiments.status import CellClaim, Device, Estimates, cell_statuses, device_of
+from hire.experiments.tables import markdown as table_markdown
 
 GLUE = default_glue_dir()
 ROOT = Path(__file__).resolve().parents[1]
@@ -539,6 +540,12 @@ def test_report_aggregates_synthetic_records(tmp_path: Path) -> None:
     assert "Precision: bf16 (RTE); fp32 (CoLA): the table mixes precisions across tasks." in markdown
     assert data["precisions"] == {"CoLA": ["fp32"], "RTE": ["bf16"]}
     assert "| hire − last-layer | +3.0 [" in markdown and "p=0.062; median +3.0 (n=5)" in markdown
+    assert "in brackets the difference to the median of the baseline (last-layer);" in markdown
+    # one baseline per head (as deepen's: each head against itself on the original encoder): say whose is whose
+    deeper = {**hire, "label": "hire, deeper", "baseline": "hire"}
+    two = table_markdown({**data, "rows": [last, hire, deeper]})
+    assert "the median of the row's own baseline, named in the paired differences below (hire; last-layer);" in two
+    assert "| hire, deeper − hire | +3.0 [" in two
     csv_lines = (tmp_path / "out" / "tables" / "all.csv").read_text().splitlines()
     assert csv_lines[0].startswith("table,row,baseline,task,metric,cells,n,median")
     assert "all,hire,last-layer,CoLA,score,5,5,63.0000,63.0000," in "\n".join(csv_lines)

@@ -138,10 +138,15 @@ def markdown(data: dict[str, Any]) -> str:
     header = ["Model", *(h for h, _ in cols)]
     rows, best = data["rows"], best_medians(data)
     baselines = sorted({r["baseline"] for r in rows if r["baseline"]})
+    if len(baselines) == 1:
+        brackets = f"; in brackets the difference to the median of the baseline ({baselines[0]})"
+    elif baselines:  # one baseline per head (e.g. each head on the original encoder): the paired table names it
+        brackets = (f"; in brackets the difference to the median of the row's own baseline, named in the paired "
+                    f"differences below ({'; '.join(baselines)})")
+    else:
+        brackets = ""
     out = [f"## {data['title']}", "",
-           f"Dev scores x100, median of n={seeds} seeds" + (f"; in brackets the difference to the median of the "
-                                                          f"baseline ({', '.join(baselines)})" if baselines else "")
-           + "; the best median of each column in bold.", ""]
+           f"Dev scores x100, median of n={seeds} seeds{brackets}; the best median of each column in bold.", ""]
     out += _table(header, [[_escape(r["label"]), *(median_cell(r, k, best[k], seeds) for _, k in cols)]
                            for r in rows])
     scores = "; ".join(f"{t}: {metric_text(t, m)}" for t, m in data["metrics"].items())
