@@ -26,6 +26,7 @@ from hire.experiments.runner import run_experiment
 from hire.experiments.stats import bootstrap_mean_interval, glue_average, paired, summarize, wilcoxon_p
 from hire.experiments.status import CellClaim, Device, Estimates, cell_statuses, device_of
 from hire.experiments.tables import markdown as table_markdown
+from hire.experiments.tables import precision_text
 
 GLUE = default_glue_dir()
 ROOT = Path(__file__).resolve().parents[1]
@@ -539,6 +540,13 @@ def test_report_aggregates_synthetic_records(tmp_path: Path) -> None:
     assert "| hire | **63.0** (+3.0) | **70.0** (+0.0) n=4 | **66.5** (+1.5) n=4 |" in markdown
     assert "Precision: bf16 (RTE); fp32 (CoLA): the table mixes precisions across tasks." in markdown
     assert data["precisions"] == {"CoLA": ["fp32"], "RTE": ["bf16"]}
+    # a task whose cells trained in two precisions says so, beside the tasks that differ from each other
+    assert precision_text({"CoLA": ["bf16", "fp32"], "RTE": ["bf16"]}) == (
+        "Precision: bf16 (RTE); bf16 and fp32 (CoLA): the table mixes precisions across tasks, and the cells of "
+        "CoLA differ in precision (by seed or row).")
+    assert precision_text({"RTE": ["bf16", "fp32"]}) == (
+        "Precision: bf16 and fp32: the cells of RTE differ in precision (by seed or row).")
+    assert precision_text({"CoLA": ["bf16"], "RTE": ["bf16"]}) == "Precision: bf16."
     assert "| hire − last-layer | +3.0 [" in markdown and "p=0.062; median +3.0 (n=5)" in markdown
     assert "in brackets the difference to the median of the baseline (last-layer);" in markdown
     # one baseline per head (as deepen's: each head against itself on the original encoder): say whose is whose

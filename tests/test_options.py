@@ -115,3 +115,30 @@ def test_help_explains_every_option_by_section(capsys: pytest.CaptureFixture) ->
         assert f"--{name}" in text and "".join(f.metadata["help"].split()) in text, name
     assert "--train.lrLRpeaklearningrate" in text and "(type:float,default:2e-05)" in text
     assert "(type:list[str],default:['sentence'])" in text and "--configCONFIG" in text
+
+
+@pytest.mark.parametrize("flags, choice, warns", [
+    ("flags : fpu avx2", "bf16", True),            # an AVX2-only CPU: bf16 is emulated there
+    ("flags : avx512f avx512_bf16", "bf16", False),
+    ("flags : amx_tile amx_bf16", "bf16", False),
+    (None, "bf16", False),                         # not Linux: nothing to tell from
+    ("flags : fpu avx2", "auto", False),           # auto picks fp32 there, silently
+    ("flags : fpu avx2", "no", False),
+])
+def test_bf16_on_a_cpu_without_bf16_units_warns(monkeypatch: pytest.MonkeyPatch, flags: str | None, choice: str,
+                                                 warns: bool) -> None:
+    import warnings
+
+    import torch
+
+    from hire import runs
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(runs, "cpu_flags", lambda: flags)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        resolved = runs.resolve_mixed_precision(choice)
+    assert resolved == {"auto": "bf16" if flags and "bf16" in flags else "no"}.get(choice, choice)
+    messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert bool(messages) == warns, messages
+    assert not warns or ("emulates bf16" in messages[0] and "'auto' picks fp32" in messages[0])

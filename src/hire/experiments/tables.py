@@ -116,15 +116,18 @@ def typical_seeds(data: dict[str, Any]) -> int:
 
 
 def precision_text(precisions: dict[str, list[str]]) -> str:
-    """``Precision: bf16.``, or, where the tasks differ, which tasks trained in which precision."""
+    """``Precision: bf16.``, or, where they differ, which tasks trained in which precision, and which tasks mix
+    precisions among their own cells (seeds or rows trained on different machines)."""
     kinds = {" and ".join(p) for p in precisions.values() if p}
     if not kinds:
         return ""
+    mixed = [t for t, p in precisions.items() if len(p) > 1]
+    within = f"the cells of {', '.join(mixed)} differ in precision (by seed or row)" if mixed else ""
     if len(kinds) == 1:
-        return f"Precision: {kinds.pop()}."
+        return f"Precision: {kinds.pop()}" + (f": {within}." if within else ".")
     groups = {kind: [t for t, p in precisions.items() if " and ".join(p) == kind] for kind in sorted(kinds)}
     return ("Precision: " + "; ".join(f"{kind} ({', '.join(tasks)})" for kind, tasks in groups.items())
-            + ": the table mixes precisions across tasks.")
+            + ": the table mixes precisions across tasks" + (f", and {within}." if within else "."))
 
 
 def _table(header: list[str], lines: list[list[str]]) -> list[str]:
