@@ -3,30 +3,23 @@
 from __future__ import annotations
 
 import datetime
-import os
-import platform
 from typing import Any
 
 import torch
 
 from hire.data import read_glue_split
 from hire.data.batching import Collator, LengthGroupedBatches, encode
+from hire.runs import machine
 
 
 def machine_info() -> dict[str, Any]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
-    except OSError:
-        pass
-    import transformers
-
-    info = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "cpu": cpu,
-            "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
-            "transformers": transformers.__version__, "python": platform.python_version()}
-    if torch.cuda.is_available():
-        info["gpu"] = torch.cuda.get_device_name()
+    """hire's own description of the machine (``hire.runs.machine``, as run records have it), dated."""
+    m = machine()
+    info = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "cpu": m["cpu"],
+            "cores": m["cpu_count"], "torch_threads": m["torch_threads"], "torch": m["torch"],
+            "transformers": m["transformers"], "python": m["python"]}
+    if "gpu" in m:
+        info["gpu"] = m["gpu"]
     return info
 
 

@@ -4,8 +4,10 @@ defaults, the forms each type takes, ``--help``, and the round trips the runs an
 from __future__ import annotations
 
 import pytest
+import torch
 import yaml
 
+from hire import runs
 from hire.cli import main
 from hire.config import ConfigError, DataConfig, ModelArgs, RunConfig, TrainConfig, option_fields
 from hire.experiments.runner import cli_value
@@ -125,20 +127,12 @@ def test_help_explains_every_option_by_section(capsys: pytest.CaptureFixture) ->
     ("flags : fpu avx2", "auto", False),           # auto picks fp32 there, silently
     ("flags : fpu avx2", "no", False),
 ])
-def test_bf16_on_a_cpu_without_bf16_units_warns(monkeypatch: pytest.MonkeyPatch, flags: str | None, choice: str,
-                                                 warns: bool) -> None:
-    import warnings
-
-    import torch
-
-    from hire import runs
-
+def test_bf16_on_a_cpu_without_bf16_units_warns(monkeypatch: pytest.MonkeyPatch, recwarn: pytest.WarningsRecorder,
+                                                 flags: str | None, choice: str, warns: bool) -> None:
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(runs, "cpu_flags", lambda: flags)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        resolved = runs.resolve_mixed_precision(choice)
+    monkeypatch.setattr(runs, "cpuinfo", lambda: flags)
+    resolved = runs.resolve_mixed_precision(choice)
     assert resolved == {"auto": "bf16" if flags and "bf16" in flags else "no"}.get(choice, choice)
-    messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    messages = [str(w.message) for w in recwarn if issubclass(w.category, RuntimeWarning)]
     assert bool(messages) == warns, messages
     assert not warns or ("emulates bf16" in messages[0] and "'auto' picks fp32" in messages[0])

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import functools
 import json
 import os
 import shutil
@@ -318,8 +319,9 @@ def prepare_run_dir(out: Path, cfg: RunConfig) -> RunState:
     return state
 
 
-def cpu_flags() -> str | None:
-    """The CPU's feature flags from /proc/cpuinfo; None where there is no such file (not Linux)."""
+@functools.cache
+def cpuinfo() -> str | None:
+    """/proc/cpuinfo (the processor's name and feature flags), read once; None where there is none (not Linux)."""
     try:
         return Path("/proc/cpuinfo").read_text()
     except OSError:
@@ -327,7 +329,7 @@ def cpu_flags() -> str | None:
 
 
 def cpu_has_fast_bf16() -> bool:
-    flags = cpu_flags() or ""
+    flags = cpuinfo() or ""
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
@@ -339,7 +341,7 @@ def resolve_mixed_precision(choice: str) -> str:
     """
     import torch
 
-    if choice == "bf16" and not torch.cuda.is_available() and cpu_flags() is not None and not cpu_has_fast_bf16():
+    if choice == "bf16" and not torch.cuda.is_available() and cpuinfo() is not None and not cpu_has_fast_bf16():
         warnings.warn("mixed precision bf16 on a CPU without bf16 units (neither avx512_bf16 nor amx_bf16 in "
                       "/proc/cpuinfo): torch emulates bf16 here, tens of times slower than fp32; mixed precision "
                       "'auto' picks fp32 on this CPU", RuntimeWarning, stacklevel=2)
@@ -357,14 +359,8 @@ def machine() -> dict[str, Any]:
     import torch
     import transformers
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    names = [line.split(":", 1)[1].strip() for line in (cpuinfo() or "").splitlines() if line.startswith("model name")]
+    cpu = names[0] if names else platform.processor() or platform.machine()
     info: dict[str, Any] = {"cpu": cpu, "cpu_count": os.cpu_count(), "fast_bf16_cpu": cpu_has_fast_bf16(),
                             "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
                             "transformers": transformers.__version__, "python": platform.python_version()}
