@@ -111,6 +111,26 @@ print(pipeline("text-classification", model=folder)("a fine film")[0]["label"])
     assert result.stdout.split()[-1] in LABELS
 
 
+def test_importing_the_auto_tokenizer_first_still_registers_the_model_type(tmp_path: Path, encoder: Path) -> None:
+    """transformers loads its Auto model classes while it imports ``AutoTokenizer`` (``hire deepen`` does this
+    first); registering "hire" at that moment must neither warn nor fail."""
+    saved(tmp_path / "model", encoder)
+    code = f"""
+import warnings
+warnings.simplefilter("error")
+import hire
+from transformers import PreTrainedModel
+from transformers import AutoTokenizer
+from transformers import AutoModelForSequenceClassification
+assert "hire.model" in __import__("sys").modules
+model = AutoModelForSequenceClassification.from_pretrained({str(tmp_path / "model")!r})
+print(type(model).__module__)
+"""
+    result = run_python(code, tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split()[-1] == "hire.model"
+
+
 @pytest.mark.parametrize("head", ["hire", "hire-random-last", "scalar-mix"])
 def test_folder_with_code_loads_where_hire_cannot_be_imported(head: str, tmp_path: Path, encoder: Path) -> None:
     folder = tmp_path / "shared"

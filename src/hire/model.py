@@ -26,7 +26,6 @@ from torch import Tensor, nn
 from transformers import (
     AutoConfig,
     AutoModelForSequenceClassification,
-    AutoTokenizer,
     PretrainedConfig,
     PreTrainedModel,
     PreTrainedTokenizerBase,
@@ -301,6 +300,10 @@ def build_model(encoder: str | PretrainedConfig, head: str = "hire", num_labels:
 
 def load_tokenizer(name_or_path: str | Path) -> PreTrainedTokenizerBase:
     """The tokenizer of an encoder or of a saved model, padding on the right (the heads assume right padding)."""
+    # Imported here: this module is imported (to register "hire") as soon as transformers loads its Auto model
+    # classes, which may happen while transformers is still importing its Auto tokenizer class.
+    from transformers import AutoTokenizer
+
     tokenizer = AutoTokenizer.from_pretrained(resolve_encoder(str(name_or_path)))
     tokenizer.padding_side = "right"
     return tokenizer
