@@ -277,6 +277,31 @@ def test_interrupt_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch, cap
                                         "last checkpoint"]
 
 
+@pytest.mark.parametrize("outcome", ["finished", "failed"])
+def test_a_command_under_torchrun_leaves_its_process_group(outcome: str, monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: Path) -> None:
+    """A group left alive to the interpreter's teardown can abort a finished torchrun run (SIGABRT in the
+    gloo threads); the CLI destroys it on the way out, whether the command succeeded or failed."""
+    import torch.distributed as dist
+
+    from hire import cli
+
+    def command(args: object) -> int:
+        assert dist.is_initialized()
+        if outcome == "failed":
+            raise ValueError("bad option")
+        return 0
+
+    monkeypatch.setattr(cli, "_cmd_train", command)
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        assert cli.main(["train"]) == (0 if outcome == "finished" else 2)
+        assert not dist.is_initialized()
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
 @pytest.mark.parametrize(("error", "line"), [
     (OSError(errno.ENOSPC, "No space left on device", "/runs/x/metrics.json"),
      "/runs/x/metrics.json: no space left on the device; free some space and run the same command again"),

@@ -122,10 +122,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{command}: error: {' '.join(line.strip() for line in message.splitlines() if line.strip())}",
               file=sys.stderr)
         return 2
+    finally:
+        leave_process_group()
+
+
+def leave_process_group() -> None:
+    """Destroy torch.distributed's process group, if a command (``hire train`` under torchrun) made one.
+
+    A process that exits with its gloo group alive leaves the group's threads to the interpreter's teardown,
+    which can abort a run that finished ("terminate called without an active exception", SIGABRT: torchrun
+    then reports the finished run as failed). torch asks for an explicit ``destroy_process_group()``.
+    Looked up in ``sys.modules`` so that commands which never imported torch do not import it here.
+    """
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["build_parser", "describe_os_error", "main", "resolve_run_config"]
+__all__ = ["build_parser", "describe_os_error", "leave_process_group", "main", "resolve_run_config"]
