@@ -100,9 +100,10 @@ def describe_os_error(err: OSError) -> str:
 def main(argv: list[str] | None = None) -> int:
     command = "hire"
     try:
-        from hire.runtime import keep_freed_memory
+        from hire.runtime import bound_kernel_cache, keep_freed_memory
 
         keep_freed_memory()
+        bound_kernel_cache()
         parser = build_parser()
         args, unknown = parser.parse_known_args(argv)
         command = f"hire {args.command}"

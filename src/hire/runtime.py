@@ -9,6 +9,15 @@ stays at the process's peak, which a training process reaches anyway.
 
 The ``hire`` command and the benchmarks call it at start-up; Python users may call it themselves. Set
 ``HIRE_MALLOC_TUNING=0`` to leave the allocator alone. It does nothing off glibc (macOS, Windows, musl).
+
+bf16 on CPU runs its matrix products through oneDNN, which caches a compiled kernel per operation and
+shape (up to 1024 of them). Length-grouped batches bring a new shape almost every step, so the cache
+rarely hits but keeps growing: a 12-layer MiniLM copy with HIRE reached 12 GB resident (two such runs
+exhausted a 24 GB machine), where with no cache it stays near its live peak, 4.4 GB after 80 steps
+against 6.4 GB with the cache, with the same losses. :func:`bound_kernel_cache` turns the cache off
+for the ``hire`` command, for about 1% of a length-grouped step and 3-8% of a fixed-shape one (measured
+beside other runs on a 2-core AMD EPYC, so roughly). Set ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` yourself
+to choose another size.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import os
 
+KERNEL_CACHE_VAR = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"  # read by oneDNN when it first builds a kernel
 M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4  # glibc's mallopt parameters (malloc.h)
 _done = False
 
@@ -31,3 +41,11 @@ def keep_freed_memory() -> bool:
     except (OSError, AttributeError):  # not glibc
         _done = False
     return _done
+
+
+def bound_kernel_cache(capacity: int = 0) -> str:
+    """Set oneDNN's kernel cache size unless the user has; call before torch runs its first CPU kernel.
+
+    Returns the size in effect. oneDNN reads the variable once, so a later change does nothing.
+    """
+    return os.environ.setdefault(KERNEL_CACHE_VAR, str(capacity))
