@@ -13,9 +13,9 @@ The ``hire`` command and the benchmarks call it at start-up; Python users may ca
 bf16 on CPU runs its matrix products through oneDNN, which caches a compiled kernel per operation and
 shape (up to 1024 of them). Length-grouped batches bring a new shape almost every step, so the cache
 rarely hits but keeps growing: a 12-layer (STS-B) and an 8-layer (MRPC) MiniLM copy with HIRE reached
-12.2 and 11.7 GB resident side by side, and the first was killed on a 24 GB machine. With no cache, two
-12-layer runs (STS-B and MRPC, resumed at steps 800 and 115) went side by side to their ends at 7.8 and
-7.4 GB at most, and a probe of 80 steps ended at 4.4 GB against 6.1-6.4 GB with the cache, same losses.
+11.7 and 11.1 GiB resident side by side, and the first was killed on a 24 GiB machine. With no cache, two
+12-layer runs (STS-B and MRPC, resumed at steps 800 and 115) went side by side to their ends at 7.6 and
+7.2 GiB at most, and a probe of 80 steps ended at 4.2 GiB against 5.8-6.1 GiB with the cache, same losses.
 :func:`bound_kernel_cache` turns the cache off for the ``hire`` command, for about 1% of a length-grouped
 step and 3-8% of a fixed-shape one (measured beside other runs on a 2-core AMD EPYC, so roughly).
 Set ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` yourself to choose another size.
