@@ -1,4 +1,4 @@
-"""Process-level settings that make CPU training fast.
+"""Process-level settings for CPU training: its speed and its memory.
 
 PyTorch on CPU takes every large tensor straight from the operating system (glibc ``mmap``) and hands it
 back when freed, so each training step faults its activation buffers in again, page by page, and the
