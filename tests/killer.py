@@ -10,7 +10,8 @@ N-th file removal, e.g. half-way through removing an old checkpoint). ``rename:S
 ``unlink:SUFFIX:N`` count only the calls whose (source) path ends with SUFFIX, e.g.
 ``rename:checkpoint.tmp:1`` dies just before the first new checkpoint takes the old one's place. Two more do not kill:
 ``interrupt`` raises KeyboardInterrupt (Ctrl-C) after the N-th step, and ``nan`` makes the N-th
-training loss NaN (a diverging run).
+training loss NaN (a diverging run). With ``FAKE_FAST_BF16=0`` or ``1`` in the environment the process sees
+a CPU without or with bf16 units (what ``--train.mixed_precision auto`` picks from), as on another machine.
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ def main() -> int:
     assert sep == "--", "usage: killer.py KIND:N -- hire arguments"
     kind, *suffix, n = spec.split(":")
     calls = 0
+    if "FAKE_FAST_BF16" in os.environ:
+        import hire.runs
+
+        fast = os.environ["FAKE_FAST_BF16"] == "1"
+        hire.runs.cpu_has_fast_bf16 = lambda: fast
 
     def tick(path: object = "") -> None:
         nonlocal calls

@@ -27,10 +27,10 @@ pytestmark = pytest.mark.skipif(not (GLUE / "STS-B").is_dir(), reason=f"no GLUE 
 KILLER = Path(__file__).with_name("killer.py")
 
 
-def run(*args: str, kill: str | None = None) -> subprocess.CompletedProcess:
+def run(*args: str, kill: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     cmd = [sys.executable, str(KILLER), kill, "--", *args] if kill else [sys.executable, "-m", "hire.cli", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(KILLER.parent)})
+                          env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(KILLER.parent), **(env or {})})
 
 
 @pytest.fixture(scope="module")
@@ -135,6 +135,25 @@ def test_interrupt_says_how_to_resume(encoder: Path, reference: Path, tmp_path: 
     result = run(*args(encoder, out))
     assert result.returncode == 0 and "Resuming" in result.stdout + result.stderr
     assert_same_run(out, reference)
+
+
+def test_a_resumed_run_keeps_the_precision_it_began_in(encoder: Path, reference: Path, tmp_path: Path) -> None:
+    """``auto`` is resolved when a run begins: begun on a CPU without bf16 units (fp32), killed, and resumed on
+    one with them, the run goes on in fp32, says so, and is the run that never stopped (``reference`` is fp32)."""
+    out = tmp_path / "run"
+    auto = [*args(encoder, out, "--train.mixed_precision", "auto")]  # the last --train.mixed_precision counts
+    assert run(*auto, kill="step:5", env={"FAKE_FAST_BF16": "0"}).returncode == 137
+    assert json.loads((out / CHECKPOINT / COMPLETE).read_text())["mixed_precision"] == "no"
+    result = run(*auto, kill="step:1000", env={"FAKE_FAST_BF16": "1"})  # a bf16 CPU: 'auto' would pick bf16
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "began in mixed precision 'no'" in result.stderr and "picks 'bf16' on this machine" in result.stderr
+    assert json.loads((out / "metrics.json").read_text())["mixed_precision"] == "no"
+    assert_same_run(out, reference)
+    # A new run resolves 'auto' on the machine it runs on.
+    fresh = tmp_path / "fresh"
+    assert run(*args(encoder, fresh, "--train.mixed_precision", "auto", "--train.max_steps", "3"), kill="step:1000",
+               env={"FAKE_FAST_BF16": "1"}).returncode == 0
+    assert json.loads((fresh / "metrics.json").read_text())["mixed_precision"] == "bf16"
 
 
 def test_diverging_loss_stops_and_keeps_the_last_checkpoint(encoder: Path, reference: Path, tmp_path: Path,

@@ -60,6 +60,7 @@ class RunState:
     train_seconds: float = 0.0
     finished_training: bool = False
     finished: bool = False
+    mixed_precision: str | None = None  # what the run trains in (``auto`` resolved when it began)
     rng: list[int] | None = field(default=None, repr=False)
 
     def add_loss(self, loss: float) -> None:
@@ -350,6 +351,37 @@ def resolve_mixed_precision(choice: str) -> str:
     if torch.cuda.is_available():
         return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
     return "bf16" if cpu_has_fast_bf16() else "no"
+
+
+def checkpoint_precision(out: Path) -> str | None:
+    """The precision recorded in the checkpoint a run in ``out`` would resume from (the newest complete one,
+    as :func:`recover` picks it; read only, nothing moved); None without one, or from a version that did not
+    record it."""
+    for candidate in (CHECKPOINT, CHECKPOINT_TMP, CHECKPOINT_OLD):
+        if _complete(out / candidate):
+            try:
+                return json.loads((out / candidate / COMPLETE).read_text()).get("mixed_precision")
+            except (OSError, ValueError, AttributeError):
+                return None  # an unreadable checkpoint: resuming from it fails later, with its own error
+    return None
+
+
+def run_precision(out: Path, cfg: RunConfig) -> str:
+    """The precision a run in ``out`` trains in: its ``--train.mixed_precision`` resolved on this machine,
+    except that ``auto`` is resolved once, when the run begins. A run resumed from its checkpoint goes on in
+    the precision it began in, whichever machine it resumes on (exact resume), and says so where this machine
+    would pick another."""
+    here = resolve_mixed_precision(cfg.train.mixed_precision)
+    saved = out / "config.yaml"
+    resumes = (cfg.train.mixed_precision == "auto" and not cfg.overwrite and saved.is_file()
+               and not config_changes(saved, cfg))
+    began = checkpoint_precision(out) if resumes else None
+    if began is None or began == here:
+        return here
+    warnings.warn(f"--output_dir {out}: the run began in mixed precision '{began}' (what 'auto' picked on the "
+                  f"machine it began on) and goes on in it, although 'auto' picks '{here}' on this machine; "
+                  f"--overwrite starts it again in '{here}'", RuntimeWarning, stacklevel=2)
+    return resolve_mixed_precision(began)  # which warns where this CPU only emulates bf16
 
 
 def machine() -> dict[str, Any]:

@@ -41,7 +41,7 @@ from hire.runs import (
     machine,
     prepare_run_dir,
     remove,
-    resolve_mixed_precision,
+    run_precision,
     write_atomic,
 )
 from hire.sharing import ModelCard, write_model_card
@@ -134,7 +134,7 @@ class Trainer:
         # Launched as several processes (torchrun, accelerate launch) on a machine without a GPU: Accelerate
         # joins them into one CPU (gloo) process group only when told to use the CPU.
         world = int(os.environ.get("WORLD_SIZE", "1"))
-        self.accelerator = Accelerator(mixed_precision=resolve_mixed_precision(t.mixed_precision),
+        self.accelerator = Accelerator(mixed_precision=run_precision(self.out, cfg),
                                        log_with="tensorboard", project_dir=str(self.out),
                                        dataloader_config=DataLoaderConfiguration(split_batches=True),
                                        kwargs_handlers=[ddp], cpu=world > 1 and not torch.cuda.is_available())
@@ -146,6 +146,7 @@ class Trainer:
                               f"{n} processes; use a multiple of {n}")
         self.lock: RunLock | None = None
         self.state = self._prepare_folder()
+        self.state.mixed_precision = self.accelerator.mixed_precision  # kept in every checkpoint: see run_precision
         self.train_split = encode(self.task.train, self.tokenizer, d.max_length, self.task.label_names)
         self.dev_splits = {s: encode(ex, self.tokenizer, d.max_length, self.task.label_names)
                            for s, ex in self.task.dev.items()}
@@ -214,6 +215,7 @@ class Trainer:
         """Restore the checkpoint; each process's random state is put back just before training goes on."""
         self.accelerator.load_state(str(self.out / CHECKPOINT))
         self.state = RunState.from_dict(json.loads((self.out / CHECKPOINT / COMPLETE).read_text()))
+        self.state.mixed_precision = self.accelerator.mixed_precision  # None in a checkpoint of an older version
         self.state.rng = torch.get_rng_state().tolist()  # as load_state restored it for this process
 
     # -- evaluation ----------------------------------------------------------------------------------
