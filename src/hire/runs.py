@@ -119,6 +119,12 @@ def _complete(checkpoint: Path) -> bool:
     return (checkpoint / COMPLETE).is_file()
 
 
+def newest_checkpoint(out: Path) -> Path | None:
+    """The checkpoint a run in ``out`` resumes from: the first complete one of ``checkpoint``, ``checkpoint.tmp``
+    and ``checkpoint.old`` (see :func:`recover`); None where there is none."""
+    return next((c for c in (out / CHECKPOINT, out / CHECKPOINT_TMP, out / CHECKPOINT_OLD) if _complete(c)), None)
+
+
 def recover(out: Path) -> None:
     """Bring a run folder left by a killed process back to its last complete state (idempotent).
 
@@ -128,11 +134,10 @@ def recover(out: Path) -> None:
     in the checkpoint replaces ``best/`` (``best.old`` is always a leftover).
     """
     ckpt, tmp, old = out / CHECKPOINT, out / CHECKPOINT_TMP, out / CHECKPOINT_OLD
-    if not _complete(ckpt):
-        newest = tmp if _complete(tmp) else old if _complete(old) else None
-        if newest is not None:
-            remove(ckpt)
-            newest.rename(ckpt)
+    newest = newest_checkpoint(out)
+    if newest is not None and newest != ckpt:
+        remove(ckpt)
+        newest.rename(ckpt)
     for leftover in (tmp, old):
         if leftover.exists():
             remove(leftover)
@@ -354,16 +359,15 @@ def resolve_mixed_precision(choice: str) -> str:
 
 
 def checkpoint_precision(out: Path) -> str | None:
-    """The precision recorded in the checkpoint a run in ``out`` would resume from (the newest complete one,
-    as :func:`recover` picks it; read only, nothing moved); None without one, or from a version that did not
-    record it."""
-    for candidate in (CHECKPOINT, CHECKPOINT_TMP, CHECKPOINT_OLD):
-        if _complete(out / candidate):
-            try:
-                return json.loads((out / candidate / COMPLETE).read_text()).get("mixed_precision")
-            except (OSError, ValueError, AttributeError):
-                return None  # an unreadable checkpoint: resuming from it fails later, with its own error
-    return None
+    """The precision recorded in the checkpoint a run in ``out`` would resume from (read only, nothing moved);
+    None without one, or from a version that did not record it."""
+    checkpoint = newest_checkpoint(out)
+    if checkpoint is None:
+        return None
+    try:
+        return json.loads((checkpoint / COMPLETE).read_text()).get("mixed_precision")
+    except (OSError, ValueError, AttributeError):
+        return None  # an unreadable checkpoint: resuming from it fails later, with its own error
 
 
 def run_precision(out: Path, cfg: RunConfig) -> str:

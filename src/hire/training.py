@@ -146,7 +146,6 @@ class Trainer:
                               f"{n} processes; use a multiple of {n}")
         self.lock: RunLock | None = None
         self.state = self._prepare_folder()
-        self.state.mixed_precision = self.accelerator.mixed_precision  # kept in every checkpoint: see run_precision
         self.train_split = encode(self.task.train, self.tokenizer, d.max_length, self.task.label_names)
         self.dev_splits = {s: encode(ex, self.tokenizer, d.max_length, self.task.label_names)
                            for s, ex in self.task.dev.items()}
@@ -206,6 +205,7 @@ class Trainer:
             now = time.perf_counter()
             self.state.train_seconds += now - self._clock
             self._clock = now
+            self.state.mixed_precision = acc.mixed_precision  # what a resume goes on in: see run_precision
             write_atomic(tmp / COMPLETE, json.dumps({**self.state.to_dict(), "rng": None}))
             install_checkpoint(self.out)
             self.state.save(self.out)
@@ -215,7 +215,6 @@ class Trainer:
         """Restore the checkpoint; each process's random state is put back just before training goes on."""
         self.accelerator.load_state(str(self.out / CHECKPOINT))
         self.state = RunState.from_dict(json.loads((self.out / CHECKPOINT / COMPLETE).read_text()))
-        self.state.mixed_precision = self.accelerator.mixed_precision  # None in a checkpoint of an older version
         self.state.rng = torch.get_rng_state().tolist()  # as load_state restored it for this process
 
     # -- evaluation ----------------------------------------------------------------------------------
