@@ -20,6 +20,7 @@ from hire.cli import main
 from hire.data import default_glue_dir, read_glue_split
 from hire.experiments import runner
 from hire.experiments.experiment import load_experiment
+from hire.experiments.figures import examples_counts
 from hire.experiments.records import collect, load_records
 from hire.experiments.report import write_report
 from hire.experiments.runner import run_experiment
@@ -222,6 +223,10 @@ def test_report_from_records_alone_is_byte_identical(grid: Grid, tmp_path: Path)
     page = first[results / "tiny" / "report.html"].decode()
     assert page.count("data:image/png;base64,") == 2 and "<table>" in page and "model.head: [last-layer, hire]" in page
     assert len(first[results / "tiny" / "figures" / "figure2_examples.csv"].decode().splitlines()) == 1 + 5
+    # the right panel, counted, under the figure in report.md and in its caption in report.html
+    note = first[results / "tiny" / "report.md"].decode().split("![figure2](figures/figure2.png)\n\n")[1]
+    assert note.startswith("Figure 2, right (MRPC__hire__seed") and "of the first 5 MRPC dev examples, " in note
+    assert note.splitlines()[0] in page
 
 
 @needs_glue
@@ -474,6 +479,16 @@ def test_a_record_set_to_auto_precision_answers_a_cell_set_to_what_it_resolved_t
         json.dumps({**wrong, "cell": "RTE__last-layer__mixed_precision=bf16__seed1"}))
     records = load_records(dst, tmp_path / "experiments" / "dst")
     assert records.stale == {"RTE__last-layer__mixed_precision=bf16__seed1": ["train.mixed_precision"]}
+
+
+def test_figure2_examples_are_counted_uniform_within_a_thousandth_and_last_over_half() -> None:
+    weights = [[1 / 3] * 3,                # uniform
+               [0.3334, 0.3333, 0.3333],   # uniform within 0.001
+               [0.33, 0.33, 0.34],         # 0.0067 from 1/3: not uniform
+               [0.2, 0.2, 0.6],            # the last one more than half
+               [0.25, 0.25, 0.5],          # exactly half is not more than half
+               [0.6, 0.2, 0.2]]
+    assert examples_counts(weights) == {"examples": 6, "uniform": 2, "last_over_half": 1}
 
 
 def test_statistics_against_hand_computed_values() -> None:

@@ -58,8 +58,29 @@ def figure2_data(exp: Experiment, records: Records, exp_dir: Path) -> dict[str, 
     tasks = [t for t in tasks if len(t["weights"]) == width]  # one encoder depth per figure
     chosen = next((t["cell"] for t in tasks if t["task"] == f.examples_task), None)
     examples = read_examples(exp_dir, chosen) if chosen else None
+    examples = examples if examples and len(examples["weights"][0]) == width else None
     return {"label": f.label, "select": f.select, "tasks": tasks, "examples_task": f.examples_task,
-            "examples": examples if examples and len(examples["weights"][0]) == width else None}
+            "examples": examples, "examples_cell": chosen if examples else None,
+            "examples_counts": examples_counts(examples["weights"]) if examples else None}
+
+
+UNIFORM_TOLERANCE = 0.001
+
+
+def examples_counts(weights: list[list[float]]) -> dict[str, int]:
+    """What the right panel of Figure 2 shows, counted: of the examples, how many give every hidden state the
+    same weight (each within ``UNIFORM_TOLERANCE`` of 1/n: the head does not choose between the states for
+    them) and how many give the last hidden state more than half of it."""
+    uniform = sum(max(abs(w - 1 / len(row)) for w in row) < UNIFORM_TOLERANCE for row in weights)
+    return {"examples": len(weights), "uniform": uniform, "last_over_half": sum(row[-1] > 0.5 for row in weights)}
+
+
+def examples_counts_text(data: dict[str, Any]) -> str:
+    """The counts of ``examples_counts`` as a sentence (for report.md and the figure's caption in the HTML)."""
+    c = data["examples_counts"]
+    return (f"Figure 2, right ({data['examples_cell']}): of the first {c['examples']} {data['examples_task']} dev "
+            f"examples, {c['uniform']} give every hidden state the same weight (each within {UNIFORM_TOLERANCE} of "
+            f"1/{len(data['tasks'][0]['weights'])}) and {c['last_over_half']} give the last one more than half.")
 
 
 def figure2_csvs(data: dict[str, Any]) -> tuple[str, str | None]:

@@ -6,6 +6,7 @@
       tables/<table>.md|csv|json      the paper-style table, its data, every statistic
       figures/<table>_seeds.png       each seed's score per head and task
       figures/figure2.png + figure2_tasks.csv, figure2_examples.csv
+                                      (report.md counts the examples weighted uniformly / mostly on the last state)
       tables/layer_weights.md|csv     every run's mean importance score per hidden state (heads that weight)
       summary.json                    progress, machines, precisions, training time
       report.md, report.html          everything on one page (the HTML is self-contained)
@@ -92,10 +93,12 @@ def write_report(exp: Experiment, exp_dir: Path) -> dict[str, Any]:
             files[exp_dir / "figures" / f"{table.name}_seeds.png"] = png
             pictures.append((f"{table.title}: seeds", png))
     fig2 = figures.figure2_data(exp, records, exp_dir)
+    fig2_note = figures.examples_counts_text(fig2) if fig2 and fig2["examples"] else ""
     if fig2:
         png = figures.figure2_png(fig2)
         files[exp_dir / "figures" / "figure2.png"] = png
-        pictures.insert(0, ("Figure 2: importance scores per task (left) and per example (right)", png))
+        caption = "Figure 2: importance scores per task (left) and per example (right)"
+        pictures.insert(0, (f"{caption}. {fig2_note}" if fig2_note else caption, png))
         left, right = figures.figure2_csvs(fig2)
         files[exp_dir / "figures" / "figure2_tasks.csv"] = left.encode()
         if right:
@@ -110,7 +113,8 @@ def write_report(exp: Experiment, exp_dir: Path) -> dict[str, Any]:
     summary = rounded(runs_summary(exp, records))
     files[exp_dir / "summary.json"] = json_bytes(summary)
     files[exp_dir / "report.md"] = report_markdown(exp, tables, summary, [p.relative_to(exp_dir) for p in files
-                                                                       if p.suffix == ".png"], weights_md).encode()
+                                                                       if p.suffix == ".png"], weights_md,
+                                                 fig2_note).encode()
     files[exp_dir / "report.html"] = html.page(exp.name, exp.description, tables, pictures, summary, exp.text,
                                                _cells_rows(exp, records), weights_table).encode()
     changed = [path for path, data in files.items() if write_if_changed(path, data)]
@@ -118,7 +122,7 @@ def write_report(exp: Experiment, exp_dir: Path) -> dict[str, Any]:
 
 
 def report_markdown(exp: Experiment, tables: list[dict[str, Any]], summary: dict[str, Any],
-                    pngs: list[Path], weights_md: str = "") -> str:
+                    pngs: list[Path], weights_md: str = "", figure2_note: str = "") -> str:
     """The tables and figures on one Markdown page (report.html has the same and more)."""
     total = summary["total"]
     head = [f"# Experiment {exp.name}", "", exp.description, "",
@@ -127,5 +131,6 @@ def report_markdown(exp: Experiment, tables: list[dict[str, Any]], summary: dict
             + ("; ".join(f"{name} ({m['cells']} cells, {', '.join(m['precisions'])})"
                          for name, m in summary["machines"].items()) or "none yet") + ".", ""]
     body = [markdown(t) for t in tables] + ([weights_md] if weights_md else [])
-    pictures = [f"![{p.stem}]({p.as_posix()})" for p in sorted(pngs)]
+    pictures = [f"![{p.stem}]({p.as_posix()})" + (f"\n\n{figure2_note}" if p.stem == "figure2" and figure2_note else "")
+                for p in sorted(pngs)]
     return "\n".join(head) + "\n" + "\n".join(body) + ("\n" + "\n\n".join(pictures) + "\n" if pictures else "")
