@@ -17,6 +17,18 @@ import argparse
 import json
 import statistics
 from pathlib import Path
+from typing import NamedTuple
+
+from report import _table
+
+
+class Row(NamedTuple):
+    precision: str
+    length: str
+    head: str
+    medians: list[float]  # per run, seconds
+    ratios: list[float]  # per run, step over the last-layer head's
+    arithmetic: float
 
 
 def load(folder: Path) -> dict:
@@ -26,9 +38,9 @@ def load(folder: Path) -> dict:
     return json.loads(path.read_text())
 
 
-def step_table(runs: list[dict], heads: list[str] | None) -> tuple[list[tuple], dict]:
-    """Rows (precision, length, head, medians per run, ratios per run, arithmetic ratio) over the settings
-    every run has, in the first run's order; and per head and run the ratios to last-layer over the settings."""
+def step_table(runs: list[dict], heads: list[str] | None) -> tuple[list[Row], dict[str, list[list[float]]]]:
+    """A row per setting and head that every run has, in the first run's order; and per head and run the
+    ratios to last-layer over the settings."""
     index = [{(r["precision"], r["seq_len"], r["head"]): r for r in run["records"]} for run in runs]
     keys = [k for k in index[0] if all(k in i for i in index[1:]) and (heads is None or k[2] in heads)]
     rows, ratios = [], {}
@@ -36,7 +48,7 @@ def step_table(runs: list[dict], heads: list[str] | None) -> tuple[list[tuple], 
         recs = [i[(precision, length, head)] for i in index]
         medians = [r["step_seconds"] for r in recs]
         rel = [r["ratio_to_last_layer"] for r in recs]
-        rows.append((precision, length, head, medians, rel, recs[0]["arithmetic_ratio"]))
+        rows.append(Row(precision, length, head, medians, rel, recs[0]["arithmetic_ratio"]))
         if head != "last-layer":
             for n, x in enumerate(rel):
                 ratios.setdefault(head, [[] for _ in runs])[n].append(x)
@@ -61,15 +73,13 @@ def write(folders: list[Path], runs: list[dict], heads: list[str] | None, out: P
                      f"the suite took {run['seconds']} s")
     lines += ["", "Median training step in ms, run by run; max/min: the largest median over the smallest; then "
               "each run's step ratio to last-layer, and the arithmetic ratio.", "",
-              "| precision | length | head | " + " | ".join(f"run {n}" for n in range(1, len(runs) + 1))
-              + " | max/min | ratio to last-layer | arithmetic |",
-              "|---|---|---|" + "---:|" * len(runs) + "---:|---|---:|"]
-    for precision, length, head, medians, rel, arith in rows:
-        lines.append(f"| {precision} | {length} | {head} | " + " | ".join(f"{1000 * t:.1f}" for t in medians)
-                     + f" | {max(medians) / min(medians):.2f} | " + " / ".join(f"{x:.2f}" for x in rel)
-                     + f" | {arith:.2f} |")
-    spread = [max(r[3]) / min(r[3]) for r in rows]
-    last = [max(r[3]) / min(r[3]) for r in rows if r[2] == "last-layer"]
+              *_table(["precision", "length", "head", *(f"run {n}" for n in range(1, len(runs) + 1)), "max/min",
+                       "ratio to last-layer", "arithmetic"],
+                      [[r.precision, r.length, r.head, *(f"{1000 * t:.1f}" for t in r.medians),
+                        f"{max(r.medians) / min(r.medians):.2f}", " / ".join(f"{x:.2f}" for x in r.ratios),
+                        f"{r.arithmetic:.2f}"] for r in rows])]
+    spread = [max(r.medians) / min(r.medians) for r in rows]
+    last = [x for r, x in zip(rows, spread, strict=True) if r.head == "last-layer"]
     lines += ["", "## Summary", ""]
     if spread:
         lines.append(f"- A setting's median step differs between these runs by a factor of {min(spread):.2f} to "

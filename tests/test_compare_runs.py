@@ -2,11 +2,14 @@
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "compare_runs.py"
+_BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(_BENCH))  # as when the script runs: it imports report.py beside it
+_PATH = _BENCH / "compare_runs.py"
 _spec = importlib.util.spec_from_file_location("compare_runs", _PATH)
 compare_runs = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(compare_runs)
