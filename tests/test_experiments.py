@@ -25,7 +25,16 @@ from hire.experiments.records import collect, load_records
 from hire.experiments.report import write_report
 from hire.experiments.runner import run_experiment
 from hire.experiments.stats import bootstrap_mean_interval, glue_average, paired, summarize, wilcoxon_p
-from hire.experiments.status import CellClaim, Device, Estimates, cell_statuses, device_of
+from hire.experiments.status import (
+    CellClaim,
+    CellStatus,
+    Device,
+    Estimates,
+    cell_statuses,
+    device_of,
+    run_progress,
+    status_report,
+)
 from hire.experiments.tables import markdown as table_markdown
 from hire.experiments.tables import precision_text
 
@@ -316,6 +325,42 @@ def test_time_budget_and_estimates(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert run_experiment(exp, tmp_path / "runs", tmp_path / "out", time_budget=4, default_minutes=5,
                           say=said.append) == 0
     assert any(line.startswith("stopping before RTE__last-layer__seed1: it takes about 5 min") for line in said)
+
+
+def test_a_started_cell_is_estimated_from_its_own_pace(tmp_path: Path) -> None:
+    """A started cell's time left is its seconds per step so far times the steps it has left: up to the median
+    length of its task and head's records where it is short of that, else up to its step limit."""
+    (tmp_path / "fake.yaml").write_text(FAKE)
+    exp = load_experiment(tmp_path / "fake.yaml")
+    cell = exp.cell("RTE__hire__seed1")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("train:\n  epochs: 10\n  max_steps: null\n")
+    (run / "state.json").write_text(json.dumps({"step": 300, "train_seconds": 3000.0}))
+    started = CellStatus(cell, run, "started")
+    assert run_progress(run) == (300, 3000.0, None)  # no evaluation yet: the steps per epoch are unknown
+    records = tmp_path / "records"
+    records.mkdir()
+    assert Estimates.from_records(records, 5).seconds_left(started) == 300  # nothing to go by: the default
+    (run / "metrics.jsonl").write_text(json.dumps({"step": 180, "epoch": 1.0}) + "\n")
+    assert run_progress(run) == (300, 3000.0, 1800)  # 10 epochs of 180 steps
+    assert Estimates.from_records(records, 5).seconds_left(started) == 10 * 1500  # up to the limit
+    for i, steps in enumerate([1080, 1800, 1620]):  # another device's records: their lengths count, not times
+        (records / f"r{i}.json").write_text(json.dumps({"task": "RTE", "head": "hire", "steps": steps,
+                                                        "train_seconds": 60, "machine": {"gpu": "H100"}}))
+    estimates = Estimates.from_records(records, 5, device=Device("EPYC", False, "bf16"))
+    assert estimates.seconds(cell) == 300  # a GPU's minutes say nothing about this CPU
+    assert estimates.seconds_left(started) == 10 * (1620 - 300)  # up to the records' median length
+    assert estimates.seconds_left(CellStatus(cell, run, "left")) == 300  # not started: the estimate as before
+    (run / "state.json").write_text(json.dumps({"step": 1700, "train_seconds": 17000.0}))
+    assert estimates.seconds_left(started) == 10 * 100  # past the median: up to the limit
+    lines = status_report(exp, [started], estimates, listing=True)
+    assert lines[0].endswith("about 17 min left")
+    assert lines[-1] == "  started  RTE__hire__seed1  (step 1700 of at most 1800, 4.7 h so far, about 17 min left)"
+    (run / "config.yaml").write_text("train:\n  epochs: 10\n  max_steps: 1750\n")
+    assert estimates.seconds_left(started) == 10 * 50
+    (run / "state.json").write_text("{not json")
+    assert run_progress(run) is None and estimates.seconds_left(started) == 300
 
 
 def test_runners_with_other_runs_dirs_never_train_one_cell_twice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

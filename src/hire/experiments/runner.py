@@ -186,7 +186,7 @@ def run_experiment(exp: Experiment, runs_dir: Path, exp_dir: Path, *, max_runs: 
             if stop_on_error and progress.failed:
                 say("stopping (--stop_on_error)")
                 break
-            estimate = estimates.seconds(s.cell)
+            estimate = estimates.seconds_left(s)
             left = None if time_budget is None else time_budget * 60 - progress.spent()
             if left is not None and estimate > left:
                 say(f"stopping before {s.cell.id}: it takes about {estimate / 60:.0f} min, "

@@ -13,7 +13,10 @@
 
 A cell's time is estimated from finished records of the same task and head (their median wall time,
 else their training time): those made on this machine's device in the cell's precision where there are some,
-else on this device, else on a device of the same kind (CPU or GPU); else a default.
+else on this device, else on a device of the same kind (CPU or GPU); else a default. A started cell's time
+left is its own pace so far (training seconds per step, evaluations included, from its ``state.json``) times
+the steps it has left: up to the median length of the finished records of its task and head (any device:
+steps do not depend on it) where it has not passed that, else up to its step limit.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -172,17 +175,21 @@ class Estimates:
     by_group: dict[tuple[str, str], list[tuple[Device | None, str | None, float]]]
     default: float
     device: Device | None = None
+    steps: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # the records' lengths in steps
 
     @classmethod
     def from_records(cls, folder: Path, default_minutes: float, device: Device | None = None) -> Estimates:
         groups: dict[tuple[str, str], list[tuple[Device | None, str | None, float]]] = {}
+        steps: dict[tuple[str, str], list[int]] = {}
         for path in sorted(Path(folder).glob("*.json")):
             r = json.loads(path.read_text())
             seconds = r.get("wall_seconds") or r.get("train_seconds")
             if seconds:
                 groups.setdefault((r.get("task"), r.get("head")), []).append(
                     (device_of(r.get("machine")), r.get("mixed_precision"), float(seconds)))
-        return cls(groups, 60 * default_minutes, device)
+            if r.get("steps"):
+                steps.setdefault((r.get("task"), r.get("head")), []).append(int(r["steps"]))
+        return cls(groups, 60 * default_minutes, device, steps)
 
     def known(self, cell: Cell) -> bool:
         """Whether the estimate for ``cell`` comes from records (not the default)."""
@@ -191,6 +198,20 @@ class Estimates:
     def seconds(self, cell: Cell) -> float:
         found = self._seconds(cell)
         return self.default if found is None else found
+
+    def seconds_left(self, status: CellStatus) -> float:
+        """What ``status``'s cell has left to train: for a started (or running) cell whose folder says how far
+        it got, its own pace times its steps left (see the module's docstring); else :meth:`seconds`."""
+        got = run_progress(status.run) if status.state in ("started", "running") else None
+        if got is None:
+            return self.seconds(status.cell)
+        step, spent, limit = got
+        lengths = self.steps.get((status.cell.task, status.cell.head))
+        typical = statistics.median(lengths) if lengths else None
+        end = typical if typical is not None and typical > step else limit
+        if end is None:
+            return self.seconds(status.cell)
+        return spent / step * max(end - step, 0)
 
     def _seconds(self, cell: Cell) -> float | None:
         values = self.by_group.get((cell.task, cell.head), [])
@@ -203,6 +224,46 @@ class Estimates:
                           [t for d, _, t in values if d is not None and d.name == here.name],
                           [t for d, _, t in values if d is None or d.gpu == here.gpu]]
         return next((statistics.median(times) for times in candidates if times), None)
+
+
+class RunProgress(NamedTuple):
+    step: int  # the steps done
+    seconds: float  # the training seconds they took (evaluations included)
+    limit: int | None  # the run's step limit (train.max_steps, else epochs x steps per epoch), None if unknown
+
+
+def run_progress(run: Path) -> RunProgress | None:
+    """How far an unfinished run in ``run`` got, from its ``state.json``; its step limit from its saved
+    configuration, and the steps per epoch from its first end-of-epoch evaluation in ``metrics.jsonl``.
+    None where the folder holds no step yet (or files that cannot be read)."""
+    try:
+        state = json.loads((run / "state.json").read_text())
+        step, seconds = int(state.get("step") or 0), float(state.get("train_seconds") or 0.0)
+        train = (yaml.safe_load((run / "config.yaml").read_text()) or {}).get("train") or {}
+    except (OSError, ValueError, yaml.YAMLError, AttributeError):
+        return None
+    if step <= 0 or seconds <= 0:
+        return None
+    limit = train.get("max_steps")
+    if not limit and train.get("epochs"):
+        limit = _epochs_to_steps(run / "metrics.jsonl", int(train["epochs"]))
+    return RunProgress(step, seconds, int(limit) if limit else None)
+
+
+def _epochs_to_steps(metrics: Path, epochs: int) -> int | None:
+    """``epochs`` in steps, from the first evaluation in ``metrics`` that logged its epoch (None: none yet)."""
+    try:
+        lines = metrics.read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if row.get("epoch") and row.get("step"):
+            return round(epochs * row["step"] / row["epoch"])
+    return None
 
 
 def this_device() -> Device | None:
@@ -221,7 +282,7 @@ def status_report(exp: Experiment, statuses: list[CellStatus], estimates: Estima
                   ) -> list[str]:
     """Counts per state, per (task, head), the estimated time left and (``listing``) every cell."""
     counts = {s: sum(c.state == s for c in statuses) for s in STATES}
-    left = sum(estimates.seconds(c.cell) for c in statuses if c.state in ("left", "started", "running"))
+    left = sum(estimates.seconds_left(c) for c in statuses if c.state in ("left", "started", "running"))
     lines = [f"{exp.name} ({exp.path}): {len(statuses)} cells: " + ", ".join(f"{counts[s]} {s}" for s in STATES)
              + f"; about {_hours(left)} left"]
     groups: dict[tuple[str, str], list[CellStatus]] = {}
@@ -235,9 +296,19 @@ def status_report(exp: Experiment, statuses: list[CellStatus], estimates: Estima
         lines.append(f"  {task + ' ' + head:{width}s} " + " ".join(f"{sum(c.state == s for c in cs):7d}"
                                                                 for s in STATES) + per_cell)
     if listing:
-        lines += [f"  {c.state:8s} {c.cell.id}" + (f"  (differs in {', '.join(c.differences)})"
-                                                   if c.differences else "") for c in statuses]
+        lines += [f"  {c.state:8s} {c.cell.id}" + _detail(c, estimates) for c in statuses]
     return lines
+
+
+def _detail(c: CellStatus, estimates: Estimates) -> str:
+    """What the listing says after a cell's id: how a changed one differs, how far a started one got."""
+    if c.differences:
+        return f"  (differs in {', '.join(c.differences)})"
+    got = run_progress(c.run) if c.state in ("started", "running") else None
+    if got is None:
+        return ""
+    return (f"  (step {got.step}" + (f" of at most {got.limit}" if got.limit else "")
+            + f", {_hours(got.seconds)} so far, about {_hours(estimates.seconds_left(c))} left)")
 
 
 def print_status(exp: Experiment, runs_dir: Path, records: Path, default_minutes: float,
