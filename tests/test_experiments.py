@@ -338,12 +338,12 @@ def test_a_started_cell_is_estimated_from_its_own_pace(tmp_path: Path) -> None:
     (run / "config.yaml").write_text("train:\n  epochs: 10\n  max_steps: null\n")
     (run / "state.json").write_text(json.dumps({"step": 300, "train_seconds": 3000.0}))
     started = CellStatus(cell, run, "started")
-    assert run_progress(run) == (300, 3000.0, None)  # no evaluation yet: the steps per epoch are unknown
+    assert run_progress(run) == (300, 3000.0, None, None)  # no evaluation yet: the steps per epoch are unknown
     records = tmp_path / "records"
     records.mkdir()
     assert Estimates.from_records(records, 5).seconds_left(started) == 300  # nothing to go by: the default
     (run / "metrics.jsonl").write_text(json.dumps({"step": 180, "epoch": 1.0}) + "\n")
-    assert run_progress(run) == (300, 3000.0, 1800)  # 10 epochs of 180 steps
+    assert run_progress(run) == (300, 3000.0, 1800, None)  # 10 epochs of 180 steps; no best step yet
     assert Estimates.from_records(records, 5).seconds_left(started) == 10 * 1500  # up to the limit
     for i, steps in enumerate([1080, 1800, 1620]):  # another device's records: their lengths count, not times
         (records / f"r{i}.json").write_text(json.dumps({"task": "RTE", "head": "hire", "steps": steps,
@@ -359,6 +359,12 @@ def test_a_started_cell_is_estimated_from_its_own_pace(tmp_path: Path) -> None:
     assert lines[-1] == "  started  RTE__hire__seed1  (step 1700 of at most 1800, 4.7 h so far, about 17 min left)"
     (run / "config.yaml").write_text("train:\n  epochs: 10\n  max_steps: 1750\n")
     assert estimates.seconds_left(started) == 10 * 50
+    # Early stopping cannot end a run sooner than `patience` evaluations after its best step.
+    (run / "config.yaml").write_text("train:\n  epochs: 10\n  max_steps: null\n  patience: 3\n")
+    (run / "state.json").write_text(json.dumps({"step": 1260, "train_seconds": 12600.0, "best_step": 1260}))
+    assert run_progress(run).earliest == 1800 and estimates.seconds_left(started) == 10 * 540  # not the median's 360
+    (run / "state.json").write_text(json.dumps({"step": 1000, "train_seconds": 10000.0, "best_step": 360}))
+    assert estimates.seconds_left(started) == 10 * 620  # 900 is past: up to the median length
     (run / "state.json").write_text("{not json")
     assert run_progress(run) is None and estimates.seconds_left(started) == 300
 

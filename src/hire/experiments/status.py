@@ -16,7 +16,8 @@ else their training time): those made on this machine's device in the cell's pre
 else on this device, else on a device of the same kind (CPU or GPU); else a default. A started cell's time
 left is its own pace so far (training seconds per step, evaluations included, from its ``state.json``) times
 the steps it has left: up to the median length of the finished records of its task and head (any device:
-steps do not depend on it) where it has not passed that, else up to its step limit.
+steps do not depend on it) where it has not passed that, else up to its step limit; and never less than early
+stopping allows (``patience`` evaluations after its best step).
 """
 
 from __future__ import annotations
@@ -205,13 +206,14 @@ class Estimates:
         got = run_progress(status.run) if status.state in ("started", "running") else None
         if got is None:
             return self.seconds(status.cell)
-        step, spent, limit = got
         lengths = self.steps.get((status.cell.task, status.cell.head))
         typical = statistics.median(lengths) if lengths else None
-        end = typical if typical is not None and typical > step else limit
+        end = typical if typical is not None and typical > got.step else got.limit
         if end is None:
             return self.seconds(status.cell)
-        return spent / step * max(end - step, 0)
+        end = max(end, got.earliest or 0)
+        end = min(end, got.limit or end)
+        return got.seconds / got.step * max(end - got.step, 0)
 
     def _seconds(self, cell: Cell) -> float | None:
         values = self.by_group.get((cell.task, cell.head), [])
@@ -230,6 +232,7 @@ class RunProgress(NamedTuple):
     step: int  # the steps done
     seconds: float  # the training seconds they took (evaluations included)
     limit: int | None  # the run's step limit (train.max_steps, else epochs x steps per epoch), None if unknown
+    earliest: int | None = None  # the earliest step early stopping can end it at: patience evaluations after its best
 
 
 def run_progress(run: Path) -> RunProgress | None:
@@ -244,14 +247,16 @@ def run_progress(run: Path) -> RunProgress | None:
         return None
     if step <= 0 or seconds <= 0:
         return None
-    limit = train.get("max_steps")
-    if not limit and train.get("epochs"):
-        limit = _epochs_to_steps(run / "metrics.jsonl", int(train["epochs"]))
-    return RunProgress(step, seconds, int(limit) if limit else None)
+    per_epoch = _steps_per_epoch(run / "metrics.jsonl")
+    limit = train.get("max_steps") or (train.get("epochs") and per_epoch and round(train["epochs"] * per_epoch))
+    interval = train.get("eval_every") or per_epoch
+    patience, best = train.get("patience"), state.get("best_step")
+    earliest = round(best + patience * interval) if patience and interval and best else None
+    return RunProgress(step, seconds, int(limit) if limit else None, earliest)
 
 
-def _epochs_to_steps(metrics: Path, epochs: int) -> int | None:
-    """``epochs`` in steps, from the first evaluation in ``metrics`` that logged its epoch (None: none yet)."""
+def _steps_per_epoch(metrics: Path) -> float | None:
+    """Steps per epoch, from the first evaluation in ``metrics`` that logged its epoch (None: none yet)."""
     try:
         lines = metrics.read_text().splitlines()
     except OSError:
@@ -262,7 +267,7 @@ def _epochs_to_steps(metrics: Path, epochs: int) -> int | None:
         except ValueError:
             continue
         if row.get("epoch") and row.get("step"):
-            return round(epochs * row["step"] / row["epoch"])
+            return row["step"] / row["epoch"]
     return None
 
 
