@@ -203,14 +203,16 @@ class Estimates:
     def seconds_left(self, status: CellStatus) -> float:
         """What ``status``'s cell has left to train: for a started (or running) cell whose folder says how far
         it got, its own pace times its steps left (see the module's docstring); else :meth:`seconds`."""
-        got = run_progress(status.run) if status.state in ("started", "running") else None
+        return self._seconds_left(status.cell, progress(status))
+
+    def _seconds_left(self, cell: Cell, got: RunProgress | None) -> float:
         if got is None:
-            return self.seconds(status.cell)
-        lengths = self.steps.get((status.cell.task, status.cell.head))
+            return self.seconds(cell)
+        lengths = self.steps.get((cell.task, cell.head))
         typical = statistics.median(lengths) if lengths else None
         end = typical if typical is not None and typical > got.step else got.limit
         if end is None:
-            return self.seconds(status.cell)
+            return self.seconds(cell)
         end = max(end, got.earliest or 0)
         end = min(end, got.limit or end)
         return got.seconds / got.step * max(end - got.step, 0)
@@ -235,28 +237,38 @@ class RunProgress(NamedTuple):
     earliest: int | None = None  # the earliest step early stopping can end it at: patience evaluations after its best
 
 
+def progress(status: CellStatus) -> RunProgress | None:
+    """:func:`run_progress` of a started (or running) cell's folder; None for a cell in any other state."""
+    return run_progress(status.run) if status.state in ("started", "running") else None
+
+
 def run_progress(run: Path) -> RunProgress | None:
     """How far an unfinished run in ``run`` got, from its ``state.json``; its step limit from its saved
     configuration, and the steps per epoch from its first end-of-epoch evaluation in ``metrics.jsonl``.
     None where the folder holds no step yet (or files that cannot be read)."""
+    from hire.runs import RunState
+
     try:
-        state = json.loads((run / "state.json").read_text())
-        step, seconds = int(state.get("step") or 0), float(state.get("train_seconds") or 0.0)
+        state = RunState.from_dict(json.loads((run / "state.json").read_text()))
+        step, seconds = int(state.step or 0), float(state.train_seconds or 0.0)
         train = (yaml.safe_load((run / "config.yaml").read_text()) or {}).get("train") or {}
-    except (OSError, ValueError, yaml.YAMLError, AttributeError):
+    except (OSError, ValueError, TypeError, yaml.YAMLError, AttributeError):
         return None
     if step <= 0 or seconds <= 0:
         return None
     per_epoch = _steps_per_epoch(run / "metrics.jsonl")
     limit = train.get("max_steps") or (train.get("epochs") and per_epoch and round(train["epochs"] * per_epoch))
     interval = train.get("eval_every") or per_epoch
-    patience, best = train.get("patience"), state.get("best_step")
+    patience, best = train.get("patience"), state.best_step
     earliest = round(best + patience * interval) if patience and interval and best else None
     return RunProgress(step, seconds, int(limit) if limit else None, earliest)
 
 
 def _steps_per_epoch(metrics: Path) -> float | None:
-    """Steps per epoch, from the first evaluation in ``metrics`` that logged its epoch (None: none yet)."""
+    """Steps per epoch, from the first evaluation in ``metrics`` that logged its epoch (None: none yet). Read
+    line by line, skipping lines that do not parse: a started run killed mid-write leaves its last line cut
+    short (:func:`hire.runs.truncate_metrics` drops it on resume), so the strict reader the records use
+    would fail on exactly the runs this reads."""
     try:
         lines = metrics.read_text().splitlines()
     except OSError:
@@ -309,11 +321,11 @@ def _detail(c: CellStatus, estimates: Estimates) -> str:
     """What the listing says after a cell's id: how a changed one differs, how far a started one got."""
     if c.differences:
         return f"  (differs in {', '.join(c.differences)})"
-    got = run_progress(c.run) if c.state in ("started", "running") else None
+    got = progress(c)
     if got is None:
         return ""
     return (f"  (step {got.step}" + (f" of at most {got.limit}" if got.limit else "")
-            + f", {_hours(got.seconds)} so far, about {_hours(estimates.seconds_left(c))} left)")
+            + f", {_hours(got.seconds)} so far, about {_hours(estimates._seconds_left(c.cell, got))} left)")
 
 
 def print_status(exp: Experiment, runs_dir: Path, records: Path, default_minutes: float,
