@@ -342,6 +342,8 @@ def test_a_started_cell_is_estimated_from_its_own_pace(tmp_path: Path) -> None:
     records = tmp_path / "records"
     records.mkdir()
     assert Estimates.from_records(records, 5).seconds_left(started) == 300  # nothing to go by: the default
+    (run / "metrics.jsonl").write_text('{"step": 180, "ep')  # a kill mid-write leaves the last line cut short
+    assert run_progress(run) == (300, 3000.0, None, None)
     (run / "metrics.jsonl").write_text(json.dumps({"step": 180, "epoch": 1.0}) + "\n")
     assert run_progress(run) == (300, 3000.0, 1800, None)  # 10 epochs of 180 steps; no best step yet
     assert Estimates.from_records(records, 5).seconds_left(started) == 10 * 1500  # up to the limit
