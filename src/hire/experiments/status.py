@@ -203,9 +203,10 @@ class Estimates:
     def seconds_left(self, status: CellStatus) -> float:
         """What ``status``'s cell has left to train: for a started (or running) cell whose folder says how far
         it got, its own pace times its steps left (see the module's docstring); else :meth:`seconds`."""
-        return self._seconds_left(status.cell, progress(status))
+        return self.left_after(status.cell, progress(status))
 
-    def _seconds_left(self, cell: Cell, got: RunProgress | None) -> float:
+    def left_after(self, cell: Cell, got: RunProgress | None) -> float:
+        """:meth:`seconds_left` of ``cell`` from its progress ``got`` (None: not started), read once by the caller."""
         if got is None:
             return self.seconds(cell)
         lengths = self.steps.get((cell.task, cell.head))
@@ -299,7 +300,9 @@ def status_report(exp: Experiment, statuses: list[CellStatus], estimates: Estima
                   ) -> list[str]:
     """Counts per state, per (task, head), the estimated time left and (``listing``) every cell."""
     counts = {s: sum(c.state == s for c in statuses) for s in STATES}
-    left = sum(estimates.seconds_left(c) for c in statuses if c.state in ("left", "started", "running"))
+    got = {c.cell.id: progress(c) for c in statuses}  # each started cell's folder, read once
+    left = sum(estimates.left_after(c.cell, got[c.cell.id]) for c in statuses
+               if c.state in ("left", "started", "running"))
     lines = [f"{exp.name} ({exp.path}): {len(statuses)} cells: " + ", ".join(f"{counts[s]} {s}" for s in STATES)
              + f"; about {_hours(left)} left"]
     groups: dict[tuple[str, str], list[CellStatus]] = {}
@@ -313,19 +316,18 @@ def status_report(exp: Experiment, statuses: list[CellStatus], estimates: Estima
         lines.append(f"  {task + ' ' + head:{width}s} " + " ".join(f"{sum(c.state == s for c in cs):7d}"
                                                                 for s in STATES) + per_cell)
     if listing:
-        lines += [f"  {c.state:8s} {c.cell.id}" + _detail(c, estimates) for c in statuses]
+        lines += [f"  {c.state:8s} {c.cell.id}" + _detail(c, got[c.cell.id], estimates) for c in statuses]
     return lines
 
 
-def _detail(c: CellStatus, estimates: Estimates) -> str:
+def _detail(c: CellStatus, got: RunProgress | None, estimates: Estimates) -> str:
     """What the listing says after a cell's id: how a changed one differs, how far a started one got."""
     if c.differences:
         return f"  (differs in {', '.join(c.differences)})"
-    got = progress(c)
     if got is None:
         return ""
     return (f"  (step {got.step}" + (f" of at most {got.limit}" if got.limit else "")
-            + f", {_hours(got.seconds)} so far, about {_hours(estimates._seconds_left(c.cell, got))} left)")
+            + f", {_hours(got.seconds)} so far, about {_hours(estimates.left_after(c.cell, got))} left)")
 
 
 def print_status(exp: Experiment, runs_dir: Path, records: Path, default_minutes: float,
