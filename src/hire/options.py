@@ -117,15 +117,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{where}: a folder, not a YAML file")
     if not path.is_file():
         raise ConfigError(f"{where}: no such file")
-    try:
-        values = _load(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise ConfigError(f"{where}: not UTF-8 text") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        problem = getattr(err, "problem", None) or " ".join(str(err).split())
-        raise ConfigError(f"{where}: not valid YAML ({at}{problem})") from None
+    values = read_yaml(path, where, _load)
     if not isinstance(values, dict | type(None)):
         raise ConfigError(f"{where}: expected a mapping of options at the top level")
     values = _sections(values or {}, f"{where}: ")
@@ -134,6 +126,41 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
         if name not in names:
             raise ConfigError(f"{where}: unknown option {name!r}{did_you_mean(name, names)}")
     return values
+
+
+def read_yaml(path: str | Path, where: str, load: Callable[[str], Any] = yaml.safe_load) -> Any:
+    """A YAML file's content, read with ``load``; :class:`ConfigError` (``where: ...``) for a file that is not
+    UTF-8, not valid YAML (its line and column), or that gives one key twice in a mapping (YAML loaders keep
+    the last value silently: a setting given twice is a mistake that must not pass unnoticed)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{where}: not UTF-8 text") from None
+    try:
+        _no_duplicate_keys(yaml.compose(text, Loader=yaml.SafeLoader), where)
+        return load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(err, "problem", None) or " ".join(str(err).split())
+        raise ConfigError(f"{where}: not valid YAML ({at}{problem})") from None
+
+
+def _no_duplicate_keys(node: yaml.Node | None, where: str) -> None:
+    """Walk a composed YAML document; a mapping that holds one scalar key twice is an error naming both lines."""
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                line = key.start_mark.line + 1
+                if key.value in seen:
+                    raise ConfigError(f"{where}: line {line}: the key {key.value!r} is given twice (first on line "
+                                      f"{seen[key.value]}); keep one")
+                seen[key.value] = line
+            _no_duplicate_keys(value, where)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            _no_duplicate_keys(item, where)
 
 
 def _sections(options: Mapping[str, Any], where: str = "") -> dict[str, Any]:
@@ -226,4 +253,4 @@ def _one_line(message: str) -> str:
     return " ".join(message.split())
 
 
-__all__ = ["by_name", "comma_list", "mapping", "parse_options", "read_config_file", "run_parser"]
+__all__ = ["by_name", "comma_list", "mapping", "parse_options", "read_config_file", "read_yaml", "run_parser"]

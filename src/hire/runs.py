@@ -9,11 +9,15 @@
     predictions/*.jsonl   per-example outputs of the best model, with layer weights
     submission/           GLUE leaderboard files and their zip (GLUE tasks)
     tensorboard/          TensorBoard logs
+    .hire-run             the marker: written by hire first, it makes the folder a run (:func:`is_run_folder`)
     .lock                 held (``flock``) by the process that trains in the folder
 
-A folder that holds another run (a different configuration, or a finished one) is never overwritten
-unless ``--overwrite`` is given, and a folder that holds something other than a run is never touched,
-``--overwrite`` or not; an unfinished run with the same configuration resumes.
+A folder is a run only if it carries the marker: a folder of the user's that happens to hold a
+``config.yaml`` or a ``metrics.json`` is not one. A folder that holds another run (a different
+configuration, or a finished one) is never overwritten unless ``--overwrite`` is given, and a folder that
+holds something other than a run is never touched, ``--overwrite`` or not; an unfinished run with the same
+configuration resumes. No command writes over a run's own files but ``hire train`` in its own folder
+(:func:`check_not_run_file`).
 
 Crash safety. Every file is written to a temporary name and renamed into place, and a checkpoint is one
 folder made complete before it replaces the previous one (``trainer_state.json`` is its last file).
@@ -47,6 +51,7 @@ COMPLETE = "trainer_state.json"  # a checkpoint's last file: its presence means 
 ARTEFACTS = ("config.yaml", "state.json", "metrics.jsonl", "metrics.json", "best", "best.old", CHECKPOINT,
              CHECKPOINT_TMP, CHECKPOINT_OLD, "predictions", "submission", "tensorboard")
 LOCK = ".lock"
+MARKER = ".hire-run"  # written into a run folder before anything else: what makes the folder a run
 
 
 @dataclass
@@ -197,6 +202,39 @@ def run_finished(out: Path) -> bool:
         return False
 
 
+def is_run_folder(folder: Path | str) -> bool:
+    """Whether ``folder`` is a run folder: it carries the marker that ``hire train`` writes first."""
+    return (Path(folder).expanduser() / MARKER).is_file()
+
+
+def run_of(path: Path | str) -> Path | None:
+    """The run folder that ``path`` lies in (or is), if any: the nearest folder at or above it that is a run."""
+    here = Path(path).expanduser().absolute()
+    for folder in (here, *here.parents):
+        try:
+            if is_run_folder(folder):
+                return folder
+        except OSError:
+            return None
+    return None
+
+
+def check_not_run_file(path: Path | str, option: str) -> None:
+    """Refuse an output ``path`` (a file or folder a command would write) that lies in a run folder, or is one:
+    only ``hire train`` writes a run's files. Raises :class:`ConfigError` naming the option and the run."""
+    run = run_of(path)
+    if run is not None:
+        raise ConfigError(f"{option} {path}: inside the run folder {run}, whose files belong to the run; "
+                          "choose a path outside it")
+
+
+def mark_run_folder(out: Path) -> None:
+    """Write the marker (first, into an empty folder) that makes ``out`` a run folder."""
+    from hire import __version__
+
+    write_atomic(out / MARKER, json.dumps({"hire": __version__}) + "\n")
+
+
 # -- the lock ----------------------------------------------------------------------------------------
 def take_lock(path: Path, note: bool = True) -> IO[str] | None:
     """An exclusive ``flock`` on ``path``, taken without waiting: the open file, which holds the lock until it
@@ -283,9 +321,9 @@ def check_output_dir(out: Path) -> None:
         raise ConfigError("--output_dir: give a folder of its own for the run (not the working folder)")
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--output_dir {out}: is a file, not a folder")
-    if out.is_dir() and not (out / "config.yaml").is_file() and any(p.name != LOCK for p in out.iterdir()):
-        raise ConfigError(f"--output_dir {out}: the folder is not empty and holds no run; choose another "
-                          "folder (--overwrite replaces runs only, never other files)")
+    if out.is_dir() and not is_run_folder(out) and any(p.name != LOCK for p in out.iterdir()):
+        raise ConfigError(f"--output_dir {out}: the folder is not empty and holds no run of hire's (no {MARKER} "
+                          "marker); choose another folder (--overwrite replaces runs only, never other files)")
 
 
 def prepare_run_dir(out: Path, cfg: RunConfig) -> RunState:
@@ -297,7 +335,9 @@ def prepare_run_dir(out: Path, cfg: RunConfig) -> RunState:
     check_output_dir(out)
     out.mkdir(parents=True, exist_ok=True)
     saved = out / "config.yaml"
-    if saved.is_file():
+    if not is_run_folder(out):
+        mark_run_folder(out)  # an empty folder (check_output_dir): the marker first, then the run's files
+    elif saved.is_file():
         recover(out)
         changed = config_changes(saved, cfg)
         checkpoint = out / CHECKPOINT / COMPLETE
