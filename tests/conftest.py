@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import torch
+from badinput import shared  # noqa: F401 (the bad-input tests' fixture: a tiny encoder and saved models)
 from tiny import tiny_bert_config
 from transformers import BertConfig, PretrainedConfig, RobertaConfig
 

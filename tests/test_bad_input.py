@@ -11,8 +11,6 @@ cases fail before torch is imported, so the file runs in well under a minute.
 from __future__ import annotations
 
 import errno
-import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -20,83 +18,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
-from tiny import save_tiny_encoder
+from badinput import check_fails_cleanly
 
-from hire import build_model, load_tokenizer
-from hire.config import ConfigError, DataConfig, ModelArgs, RunConfig, TrainConfig, check_max_length, encoder_max_length
-
-TEXTS = ["a fine film", "a dull film", "good fun", "bad acting", "great", "awful", "not bad", "not good"]
-LABELS = ["pos", "neg", "pos", "neg", "pos", "neg", "pos", "neg"]
-
-
-def table(header: str, rows: list[str]) -> str:
-    return header + "\n" + "".join(row + "\n" for row in rows)
-
-
-def write_world(root: Path, encoder: Path) -> None:
-    """The files every case may name: data, a user's file, a folder, a finished run of ``TRAIN``."""
-    rows = [f"{t},{y}" for t, y in zip(TEXTS, LABELS, strict=True)]
-    (root / "train.csv").write_text(table("sentence,label", rows))
-    (root / "dev.csv").write_text(table("sentence,label", rows[:4]))
-    (root / "dev_typo.csv").write_text(table("sentence,label", [*rows[:2], "so so,positive", rows[3]]))
-    (root / "pairs.csv").write_text(table("first,second,label", [f"{t},{t},{y}" for t, y in zip(TEXTS, LABELS,
-                                                                                             strict=True)]))
-    (root / "input.csv").write_text(table("sentence,label", rows[4:]))
-    (root / "empty.csv").write_text("")
-    (root / "header_only.csv").write_text("sentence,label\n")
-    (root / "bad.yaml").write_text("train:\n  lr: [1, 2\n")
-    (root / "unknown.yaml").write_text("train:\n  lrr: 0.1\n")
-    (root / "flat.yaml").write_text("train: 5\n")
-    (root / "nan.yaml").write_text("train:\n  lr: .nan\n")
-    (root / "bare_no.yaml").write_text("train:\n  mixed_precision: no\n")
-    (root / "notes.txt").write_text("mine\n")
-    (root / "folder").mkdir()
-    done = root / "done"
-    (done / "best").mkdir(parents=True)
-    (done / "best" / "config.json").write_text('{"head": "last-layer"}\n')
-    data = DataConfig(task="custom", train_file=str(root / "train.csv"), dev_file=str(root / "dev.csv"))
-    model = ModelArgs(encoder=str(encoder), head="last-layer")
-    RunConfig(str(done), data=data, model=model, train=TrainConfig(mixed_precision="no")).save(done / "config.yaml")
-    (done / "state.json").write_text('{"step": 3, "finished": true}\n')
-    metrics = {"task": "train", "head": "last-layer", "dev": {"dev": {"accuracy": 0.5, "score": 0.5}}, "score": 0.5,
-               "steps": 3, "best_step": 3, "train_seconds": 1.0, "mixed_precision": "no"}
-    (done / "metrics.json").write_text(json.dumps(metrics) + "\n")
-
-
-def save_run(root: Path, encoder: Path, data: dict, labels: list[str]) -> Path:
-    """A run folder as training leaves it, as far as predict and evaluate read it: config.yaml and best/."""
-    model = build_model(str(encoder), head="last-layer", num_labels=len(labels), label_names=labels)
-    model.save_pretrained(root / "best", load_tokenizer(str(encoder)))
-    (root / "config.yaml").write_text(yaml.safe_dump({"data": data, "model": {"head": "last-layer"}}))
-    return root / "best"
-
-
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("shared")
-    enc = save_tiny_encoder(root / "encoder", TEXTS)
-    return {
-        "root": root,
-        "enc": enc,
-        "single": save_run(root / "single", enc, {"task": "custom", "text_columns": ["sentence"]}, ["neg", "pos"]),
-        "pair": save_run(root / "pair", enc, {"task": "custom", "text_columns": ["first", "second"]}, ["neg", "pos"]),
-        "sst2": save_run(root / "sst2", enc, {"task": "SST-2"}, ["0", "1"]),
-    }
-
-
-def snapshot(root: Path) -> dict[str, tuple]:
-    """Every path under ``root`` with its kind, and for files their bytes' hash and modification time."""
-    state: dict[str, tuple] = {}
-    for path in sorted(root.rglob("*")):
-        if path.name == ".lock":  # a run folder's lock file (hire.runs.RunLock) stays, by design
-            continue
-        if path.is_file():
-            state[str(path)] = ("file", hashlib.sha1(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns)
-        else:
-            state[str(path)] = ("dir",)
-    return state
-
+from hire.config import ConfigError, RunConfig, TrainConfig, check_max_length, encoder_max_length
 
 TRAIN = ["train", "--output_dir", "{tmp}/run", "--data.task", "custom", "--data.train_file", "{tmp}/train.csv",
          "--data.dev_file", "{tmp}/dev.csv", "--model.encoder", "{enc}", "--model.head", "last-layer",
@@ -231,33 +155,10 @@ CASES: list[tuple[str, list[str], str]] = [
 ]
 
 
-def expand(text: str, places: dict[str, str]) -> str:
-    for key, value in places.items():
-        text = text.replace("{" + key + "}", value)
-    return text
-
-
 @pytest.mark.parametrize(("args", "message"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_bad_input_fails_with_one_clear_line(args: list[str], message: str, shared: dict[str, Path],
                                             tmp_path: Path) -> None:
-    if "/dev/full" in args and not Path("/dev/full").exists():
-        pytest.skip("no /dev/full here")
-    write_world(tmp_path, shared["enc"])
-    places = {"tmp": str(tmp_path), **{k: str(v) for k, v in shared.items()}}
-    before = snapshot(tmp_path), snapshot(shared["root"])
-    result = subprocess.run([sys.executable, "-m", "hire.cli", *(expand(a, places) for a in args)], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
-    lines = [line for line in result.stderr.splitlines() if line.strip()]  # progress bars aside, one line
-    assert result.returncode == 2, result.stderr[-3000:]
-    assert len(lines) <= 3, result.stderr[-3000:]
-    assert "Traceback" not in result.stderr, result.stderr[-3000:]
-    assert lines and lines[-1].startswith(f"hire {args[0]}: error: "), result.stderr[-3000:]
-    assert [line for line in lines if line.startswith("hire ") and "error:" in line] == lines[-1:]
-    assert expand(message, places) in lines[-1]
-    after = snapshot(tmp_path), snapshot(shared["root"])
-    changed = sorted(k for a, b in zip(before, after, strict=True) for k in a.keys() | b.keys() if a.get(k) != b.get(k))
-    assert not changed, f"created, changed or removed: {changed}"
+    check_fails_cleanly(args, message, shared, tmp_path)
 
 
 # -- in-process: what cannot be made to happen from outside, and the helpers on their own
