@@ -220,12 +220,16 @@ def run_of(path: Path | str) -> Path | None:
 
 
 def check_not_run_file(path: Path | str, option: str) -> None:
-    """Refuse an output ``path`` (a file or folder a command would write) that lies in a run folder, or is one:
-    only ``hire train`` writes a run's files. Raises :class:`ConfigError` naming the option and the run."""
-    run = run_of(path)
-    if run is not None:
-        raise ConfigError(f"{option} {path}: inside the run folder {run}, whose files belong to the run; "
-                          "choose a path outside it")
+    """Refuse an output ``path`` (a file or folder a command would write) that is a run folder, or lies in one
+    of a run's own files or folders (``ARTEFACTS``, the marker, the lock): only ``hire train`` writes those.
+    A new path beside them in the run folder (``RUN/eval-RTE``) is allowed. Raises :class:`ConfigError`."""
+    here = Path(path).expanduser().absolute()
+    run = run_of(here)
+    if run is None:
+        return
+    if here == run or here.relative_to(run).parts[0] in (*ARTEFACTS, MARKER, LOCK):
+        what = "is the run folder" if here == run else f"belongs to the run in {run}"
+        raise ConfigError(f"{option} {path}: {what}, whose files only `hire train` writes; choose another path")
 
 
 def mark_run_folder(out: Path) -> None:
