@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -343,6 +344,22 @@ def test_read_table_errors(
     assert_error(lambda: read_table(path, ["text"], "label", **kwargs), name, line, *words)
 
 
+def test_read_table_reads_a_csv_field_of_10_mb(tmp_path: Path) -> None:
+    """A long document in one quoted cell is valid CSV: it is read whole, not called "malformed" at Python's csv
+    limit of 128 KiB; the process's own limit is left as it was, and a broken row still names its line."""
+    document = "a long, quoted document\n" * 440_000  # 10.1 MB, commas and line breaks inside the quotes
+    path = write(tmp_path / "long.csv", f'text,label\n"{document}",pos\nshort,neg\n')
+    limit = csv.field_size_limit()
+    examples = read_table(path, ["text"], "label")
+    assert [len(e.text_a) for e in examples] == [len(document), 5] and examples[0].text_a == document
+    assert [e.label for e in examples] == ["pos", "neg"]
+    assert csv.field_size_limit() == limit
+    lines = 10_000  # 240 KB over lines 2 to 10,002; the broken row begins on the next line
+    broken = write(tmp_path / "broken.csv", f'text,label\n"{document[: 24 * lines]}",pos\n"open,neg\nx"y,pos\n')
+    assert_error(lambda: read_table(broken, ["text"], "label"), "broken.csv", lines + 3, "malformed CSV")
+    assert csv.field_size_limit() == limit
+
+
 def test_read_table_invalid_utf8_and_bad_options(tmp_path: Path) -> None:
     path = tmp_path / "bad.csv"
     path.write_bytes(b"text,label\nok,1\nbad \xe9,0\n")
@@ -377,8 +394,9 @@ def test_read_table_refuses_labels_outside_the_known_set(tmp_path: Path) -> None
         read_table(path, ["label"], "label")
 
 
-def custom_task(tmp_path: Path, dev: str, test: str | None = None, **options) -> DataConfig:
-    train = write(tmp_path / "train.csv", "text,label\na,pos\nb,neg\nc,pos\n")
+def custom_task(tmp_path: Path, dev: str, test: str | None = None, train_rows: str = "a,pos\nb,neg\nc,pos\n",
+                **options) -> DataConfig:
+    train = write(tmp_path / "train.csv", "text,label\n" + train_rows)
     paths = {"dev_file": str(write(tmp_path / "dev.csv", dev))}
     if test is not None:
         paths["test_file"] = str(write(tmp_path / "test.csv", test))
@@ -393,8 +411,9 @@ def test_custom_task_evaluation_labels_must_be_training_labels(tmp_path: Path) -
     assert_error(lambda: load_task(custom_task(tmp_path, "text,label\nd,neg\n", "text,label\ne,positive\n")),
                  "test.csv", 2, "'positive'", "train.csv")
     # With --data.max_train_examples the labels are those of the rows used, and the message says so.
-    assert_error(lambda: load_task(custom_task(tmp_path, "text,label\nd,neg\n", max_train_examples=1)),
-                 "dev.csv", 2, "'neg'", "its first 1 rows")
+    assert_error(lambda: load_task(custom_task(tmp_path, "text,label\nd,neutral\n", max_train_examples=2,
+                                               train_rows="a,pos\nb,neg\nc,neutral\n")),
+                 "dev.csv", 2, "'neutral'", "its first 2 rows")
 
 
 @pytest.mark.parametrize("option", ["max_train_examples", "max_eval_examples"])

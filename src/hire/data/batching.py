@@ -38,8 +38,16 @@ class EncodedSplit(Dataset):
 
 def encode(examples: Sequence[Example], tokenizer: PreTrainedTokenizerBase, max_length: int,
            label_names: Sequence[str] | None, labelled: bool = True) -> EncodedSplit:
-    """Tokenize sentences or pairs (truncated to ``max_length``); map labels to ids."""
+    """Tokenize sentences or pairs (truncated to ``max_length``, which must leave room for a token of each text
+    beside the special tokens: the tokenizer would otherwise not truncate at all, or drop every word); map labels
+    to ids."""
+    if not examples:
+        raise ValueError("no examples to encode (an empty split)")
     pairs = any(e.text_b is not None for e in examples)
+    shortest = tokenizer.num_special_tokens_to_add(pair=pairs) + (2 if pairs else 1)
+    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < shortest:
+        raise ValueError(f"max_length must be an integer >= {shortest} (the special tokens and one token of "
+                         f"{'each text' if pairs else 'the text'}), not {max_length!r}")
     text_a = [e.text_a for e in examples]
     text_b = [e.text_b or "" for e in examples] if pairs else None
     enc = tokenizer(text_a, text_b, truncation=True, max_length=max_length)
@@ -65,6 +73,11 @@ class Collator:
         self.pad_token_id = pad_token_id
 
     def __call__(self, items: list[dict[str, Any]]) -> dict[str, Tensor]:
+        if not items:
+            raise ValueError("an empty batch: no examples to pad")
+        empty = [it.get("index", i) for i, it in enumerate(items) if not it["input_ids"]]
+        if empty:
+            raise ValueError(f"example(s) {empty[:10]} have no tokens: every example needs at least one")
         n = max(len(it["input_ids"]) for it in items)
         batch: dict[str, Tensor] = {}
         for key, pad in (("input_ids", self.pad_token_id), ("token_type_ids", 0)):
@@ -87,6 +100,9 @@ class LengthGroupedBatches(Sampler[list[int]]):
 
     def __init__(self, lengths: Sequence[int], batch_size: int, shuffle: bool, seed: int = 0,
                  group_by_length: bool = True, pool: int = 50):
+        for name, value in (("batch_size", batch_size), ("pool", pool)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, not {value!r}")
         self.lengths, self.batch_size, self.shuffle = list(lengths), batch_size, shuffle
         self.seed, self.group, self.pool, self.epoch = seed, group_by_length, pool, 0
 

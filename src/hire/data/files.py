@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import ctypes
 import itertools
 import json
 import math
@@ -66,8 +67,17 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
         raise utf8_error(path) from exc
 
 
+# Python's csv module refuses a field longer than 128 KiB unless told otherwise; a long document in one cell is
+# valid CSV, so the limit is raised to the largest the module takes (a C long: 2**31 - 1 where that is 32 bits).
+_CSV_FIELD_LIMIT = (1 << (8 * ctypes.sizeof(ctypes.c_long) - 1)) - 1
+
+
 def _delimited_rows(path: Path, kind: str) -> Iterator[tuple[int, list[str]]]:
-    """Yield ``(line number, fields)`` for a CSV (quoted, RFC 4180) or TSV (no quoting) file."""
+    """Yield ``(line number, fields)`` for a CSV (quoted, RFC 4180) or TSV (no quoting) file.
+
+    A CSV field may be of any length (no 128 KiB limit); the process's own csv limit is restored after each
+    row, so that no other reader of CSV in the process sees it changed.
+    """
     if kind == "tsv":
         # Quotes are ordinary characters in TSV: a quote must never swallow a tab or a line.
         for number, line in iter_lines(path):
@@ -78,12 +88,15 @@ def _delimited_rows(path: Path, kind: str) -> Iterator[tuple[int, list[str]]]:
             reader = csv.reader(handle, strict=True)
             while True:
                 start = reader.line_num + 1  # a quoted field may span lines: report where the row begins
+                previous = csv.field_size_limit(_CSV_FIELD_LIMIT)
                 try:
                     row = next(reader)
                 except StopIteration:
                     return
                 except csv.Error as exc:
                     raise data_error(path, start, f"malformed CSV ({exc})") from exc
+                finally:
+                    csv.field_size_limit(previous)
                 yield start, row
     except UnicodeDecodeError as exc:
         raise utf8_error(path) from exc
@@ -196,6 +209,8 @@ def read_table(
     path = Path(path)
     if isinstance(text_columns, str) or not 1 <= len(text_columns) <= 2:
         raise DataError(f"text_columns must name 1 or 2 columns, got {text_columns!r}")
+    if len(set(text_columns)) < len(text_columns):
+        raise DataError(f"text_columns names the same column twice ({list(text_columns)}): a pair needs two columns")
     if label_column is not None and label_column in text_columns:
         raise DataError(f"text column {label_column!r} is also the label column: the model would read the label")
     kind = _EXTENSIONS.get(path.suffix.lower())

@@ -12,9 +12,12 @@ scores have a ``seed``. An option that does not apply is an error, never silentl
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+import numbers
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, get_type_hints
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from torch import Tensor, nn
 
@@ -100,20 +103,67 @@ def head_option_types(name: str) -> dict[str, Any]:
 
 
 def _lookup(name: str) -> _Registered:
+    if not isinstance(name, str):
+        raise ValueError(f"a head is named by a string (one of {', '.join(head_names())}), not {name!r}")
     if name not in _REGISTRY:
         raise ValueError(f"unknown head {name!r}; the heads are: {', '.join(head_names())}")
     return _REGISTRY[name]
 
 
-def build_head(name: str, hidden_size: int, num_hidden_states: int, options: dict[str, Any] | None = None,
-               ) -> Head:
-    """Build the head registered as ``name``; an option it does not take is an error that lists those it does."""
+def _fits(value: Any, tp: Any) -> bool:
+    """Whether ``value`` is of the declared type ``tp`` (an int is a float; a bool is neither)."""
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, a) for a in args)
+    if origin is Literal:
+        return any(type(value) is type(a) and value == a for a in args)
+    if tp is bool:
+        return isinstance(value, bool)
+    if tp in (int, float):
+        kind = numbers.Integral if tp is int else numbers.Real
+        return isinstance(value, kind) and not isinstance(value, bool)
+    return isinstance(value, tp) if isinstance(tp, type) else True
+
+
+def _type_name(tp: Any) -> str:
+    """``int | None`` -> ``"an integer or None"``."""
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in args)
+    if origin is Literal:
+        return "one of " + ", ".join(map(repr, args))
+    names = {int: "an integer", float: "a number", bool: "True or False", str: "a string", type(None): "None"}
+    return names.get(tp, getattr(tp, "__name__", str(tp)))
+
+
+def check_head_options(name: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``options`` for head ``name`` as a dict: a mapping of options the head takes (an option it does not take
+    is an error that lists those it does), each of its declared type. Ranges are the head's own to check."""
     registered = _lookup(name)
-    options = dict(options or {})
-    unknown = sorted(set(options) - set(registered.options))
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise ValueError(f"head_options must be a mapping of option names to values (e.g. {{'fusion_layers': 1}}), "
+                         f"not {options!r}")
+    options = dict(options)
+    unknown = sorted(map(str, set(options) - set(registered.options)))
     if unknown:
         raise ValueError(
             f"head {name!r} has no option {', '.join(map(repr, unknown))}; "
             f"its options are: {', '.join(registered.options) or '(none)'}"
         )
+    types_by_name = head_option_types(name)
+    for option, value in options.items():
+        if not _fits(value, types_by_name[option]):
+            raise ValueError(f"head {name!r}: option {option} must be {_type_name(types_by_name[option])}, "
+                             f"not {value!r}")
+    return options
+
+
+def build_head(name: str, hidden_size: int, num_hidden_states: int, options: Mapping[str, Any] | None = None,
+               ) -> Head:
+    """Build the head registered as ``name``; an option it does not take, or a value of the wrong type, is an
+    error (:func:`check_head_options`)."""
+    registered = _lookup(name)
+    options = check_head_options(name, options)
     return registered.factory(hidden_size, num_hidden_states, **registered.preset, **options)

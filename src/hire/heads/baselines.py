@@ -92,6 +92,8 @@ class Pooling(Head):
 
 def pool(h: Tensor, mask: Tensor, mode: str) -> Tensor:
     """Pool (B, n, d) over the real tokens of ``mask`` (B, n) -> (B, d)."""
+    if mode not in ("cls", "sep", "mean", "max"):
+        raise ValueError(f"pooling mode must be 'cls', 'sep', 'mean' or 'max', not {mode!r}")
     if mode == "cls":
         return h[:, 0]
     if mode == "sep":

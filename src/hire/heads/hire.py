@@ -89,8 +89,12 @@ class HIRE(Head):
             raise ValueError(f"fusion_layers must be 0-3 (paper Table 6), not {fusion_layers}")
         if score_activation not in ("relu", "none"):
             raise ValueError(f"score_activation must be 'relu' (eq. 3) or 'none', not {score_activation!r}")
-        if extractor_stride < 1:
-            raise ValueError(f"extractor_stride must be at least 1, not {extractor_stride}")
+        for option, value in (("extractor_hidden", extractor_hidden), ("extractor_layers", extractor_layers),
+                              ("extractor_stride", extractor_stride), ("fusion_hidden", fusion_hidden)):
+            if value is not None and value < 1:
+                raise ValueError(f"{option} must be at least 1, not {value}")
+        if not 0 <= dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1), not {dropout}")
         if not extractor and not fusion:
             raise ValueError("extractor=False with fusion=False leaves nothing of HIRE: c would be R[:, 0], the "
                              "'last-layer' head")
@@ -99,7 +103,7 @@ class HIRE(Head):
         self.score_relu = score_activation == "relu"
         self.extractor: BiGRU | None = None
         if extractor and weighting == "dynamic":
-            h_e = extractor_hidden or d
+            h_e = d if extractor_hidden is None else extractor_hidden
             self.extractor = BiGRU(d, h_e, extractor_layers, dropout)  # eq. 2, shared by all states
             self.score = nn.Linear(2 * extractor_layers * h_e, 1)  # eq. 3: w (4d) and b
         elif extractor:
@@ -110,7 +114,7 @@ class HIRE(Head):
         elif fusion_layers == 0:
             self.output_dim = 4 * d  # c = M[:, 0]
         else:
-            h_f = fusion_hidden or d
+            h_f = d if fusion_hidden is None else fusion_hidden
             self.fusion = BiGRU(4 * d, h_f, fusion_layers, dropout)  # eq. 7
             self.output_dim = 2 * h_f
 
@@ -184,7 +188,8 @@ def hire_lite(
     """
     return HIRE(
         hidden_size, num_hidden_states,
-        extractor_hidden=extractor_hidden or max(1, math.ceil(hidden_size / 4)),
+        extractor_hidden=max(1, math.ceil(hidden_size / 4)) if extractor_hidden is None else extractor_hidden,
         extractor_layers=1, extractor_stride=extractor_stride,
-        fusion_hidden=fusion_hidden or max(1, math.ceil(hidden_size / 2)), fusion_layers=1, dropout=dropout,
+        fusion_hidden=max(1, math.ceil(hidden_size / 2)) if fusion_hidden is None else fusion_hidden,
+        fusion_layers=1, dropout=dropout,
     )
