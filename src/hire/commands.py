@@ -1,15 +1,25 @@
 """The commands on saved models and run folders: ``hire evaluate``, ``predict``, ``export``, ``heads``, ``report``.
 
-Every option is checked, and the model's saved configuration read (:mod:`hire.saved_model`), before the model
-is loaded or any file written: a predictions file never replaces its input, and a model never reads text
-columns other than those it was trained on. ``hire evaluate`` predicts with the same pipeline as the end of
-training (:func:`hire.evaluation.predict_task`).
+Every option is checked, and the model folder read (:mod:`hire.saved_model`: its configuration, whole
+weights, a tokenizer), before the model is loaded or any file written: a model never reads text columns other
+than those it was trained on, and weights that do not fit its configuration are refused, never started at
+random. No output path is a run folder or lies in a run's own files (:func:`hire.runs.check_not_run_file`), nor
+is it a command's own input (predict's input file and model files, report's ``metrics.json``); ``hire
+evaluate`` of a run's ``best/`` writes beside it, in ``RUN/eval-TASK``. ``hire export`` writes its copy under a
+temporary name beside the target and renames it into place once whole. ``hire evaluate`` predicts with the
+same pipeline as the end of training (:func:`hire.evaluation.predict_task`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +32,13 @@ from hire.checks import (
 )
 from hire.config import MIN_MAX_LENGTH, ConfigError, DataConfig, check_max_length
 from hire.data.examples import DataError
-from hire.data.glue import get_task, task_text_columns
-from hire.runs import replacing, write_atomic
+from hire.data.glue import data_dir_option, get_task, task_text_columns
+from hire.runs import check_not_run_file, is_run_folder, replacing, write_atomic
 from hire.saved_model import (
+    check_model_folder,
+    check_weights,
     run_card,
     saved_label_names,
-    saved_model_config,
     saved_num_labels,
     trained_text_columns,
 )
@@ -51,18 +62,65 @@ def _texts(columns: list[str] | tuple[str, ...]) -> str:
 
 
 def _load(model_dir: str, precision: str) -> tuple[Any, Any, Any]:
+    """The model (prepared), its tokenizer and the accelerator; the tokenizer first, as it is the cheaper."""
     from accelerate import Accelerator
 
-    from hire.model import HireModel, load_tokenizer
+    from hire.model import load_tokenizer
     from hire.runs import resolve_mixed_precision
 
-    model = HireModel.from_pretrained(model_dir)
+    tokenizer = load_tokenizer(model_dir)
     accelerator = Accelerator(mixed_precision=resolve_mixed_precision(precision))
-    return accelerator.prepare(model), load_tokenizer(model_dir), accelerator
+    return accelerator.prepare(_load_model(model_dir)), tokenizer, accelerator
+
+
+def _load_model(model_dir: str) -> Any:
+    """``HireModel.from_pretrained``, once :func:`check_model_folder` has passed and the weights are known to fit
+    the configuration: every parameter of the model it describes is in the weights, in its shape (checked on a
+    model built on torch's meta device, which holds no data). transformers would start a missing weight at random
+    with a log line, which makes every prediction silently wrong."""
+    import torch
+    from safetensors import SafetensorError
+
+    from hire.model import HireModel, load_config
+
+    shapes = check_weights(model_dir)
+    if shapes is not None:
+        with torch.device("meta"):
+            empty = HireModel(load_config(Path(model_dir).expanduser()))
+        missing = [name for name, _ in empty.named_parameters() if name not in shapes]
+        if missing:
+            more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+            raise ConfigError(f"--model {model_dir}: the weights lack {missing[0]}{more}, which the model of its "
+                              "config.json has; they are not this model's")
+        for name, parameter in empty.named_parameters():
+            if list(parameter.shape) != shapes[name]:
+                raise ConfigError(f"--model {model_dir}: the weights hold {name} in the shape {shapes[name]}, the "
+                                  f"model of its config.json needs {list(parameter.shape)}; they are not this "
+                                  "model's")
+    try:
+        return HireModel.from_pretrained(model_dir)
+    except SafetensorError as err:
+        raise ConfigError(f"--model {model_dir}: the weights do not load ({' '.join(str(err).split())[:300]})") \
+            from err
+
+
+def _output_option(option: str, given: Any) -> str:
+    """How a message names an output path: by its option, or as the option's default where none was given."""
+    return option if given else f"{option} (the default)"
+
+
+def default_eval_dir(model_dir: str | Path, task: str) -> Path:
+    """Where ``hire evaluate`` writes by default: beside the model in its run (``RUN/eval-TASK``) when the model
+    is a run's ``best/``, whose files only ``hire train`` writes; else inside the model folder (``MODEL/eval-TASK``)."""
+    model = Path(model_dir).expanduser()
+    run = model.resolve().parent
+    if model.resolve().name == "best" and is_run_folder(run):
+        return model.parent / f"eval-{task}" if model.name == "best" else run / f"eval-{task}"
+    return model / f"eval-{task}"
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    config = saved_model_config(args.model)
+    config = check_model_folder(args.model)
     try:
         spec = get_task(args.task)
     except DataError as err:
@@ -75,13 +133,16 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         raise ConfigError(f"--task {spec.name}: the task has {_texts(wanted)}, but --model {args.model} "
                           f"was trained on {_texts(trained)}")
     check_max_length(args.max_length, config.get("encoder_config", {}), "--max_length")
-    out = Path(args.output_dir or Path(args.model) / f"eval-{spec.name}")
-    check_output_folder(out, "--output_dir")
+    out = Path(args.output_dir).expanduser() if args.output_dir else default_eval_dir(args.model, spec.name)
+    option = _output_option("--output_dir", args.output_dir)
+    check_output_folder(out, option)
+    check_not_run_file(out, option)
     from hire.evaluation import predict_task  # the heavy imports, once every option is checked
     from hire.tasks import load_task
 
-    task = load_task(DataConfig(task=spec.name, data_dir=args.data_dir, max_eval_examples=args.max_examples),
-                     with_train=False)
+    with data_dir_option("--data_dir"):
+        task = load_task(DataConfig(task=spec.name, data_dir=args.data_dir, max_eval_examples=args.max_examples),
+                         with_train=False)
     model, tokenizer, acc = _load(args.model, args.mixed_precision)
     splits = [*task.dev, *task.test] if args.split == "all" else list(task.dev if args.split == "dev" else task.test)
     predicted = predict_task(model, task, splits, tokenizer, acc, max_length=args.max_length,
@@ -96,7 +157,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 def _cmd_predict(args: argparse.Namespace) -> int:
     from hire.data.files import read_table
 
-    config = saved_model_config(args.model)
+    config = check_model_folder(args.model)
     check_input_file(args.input, "--input")
     trained = trained_text_columns(args.model, config)
     given = args.text_columns or (",".join(trained) if trained else "sentence")
@@ -105,8 +166,11 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     if trained is not None and len(columns) != len(trained):
         raise ConfigError(f"--text_columns {given}: --model {args.model} was trained on {_texts(trained)}; "
                           f"give {len(trained)} column(s)")
-    output = check_output_file(args.output or Path(args.input).with_suffix(".predictions.jsonl"), "--output",
+    option = _output_option("--output", args.output)
+    output = check_output_file(args.output or Path(args.input).with_suffix(".predictions.jsonl"), option,
                                {"--input": args.input})
+    check_not_run_file(output, option)
+    _check_not_in_model(output, option, args.model)
     check_max_length(args.max_length, config.get("encoder_config", {}), "--max_length")
     num_labels = saved_num_labels(config)
     regression = num_labels == 1
@@ -126,21 +190,82 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    saved_model_config(args.model)
+    check_model_folder(args.model)  # a model without a tokenizer is refused: the copy would not run on text
     out = Path(args.output_dir).expanduser()
     check_output_folder(out, "--output_dir")
     if out.is_dir() and any(out.iterdir()):
         raise ConfigError(f"--output_dir {args.output_dir}: not empty; give a new or empty folder")
-    from hire.model import HireModel, load_tokenizer  # the heavy imports, once every option is checked
+    check_not_run_file(out, "--output_dir")
+    parent = out.absolute().parent
+    if out.is_dir() and not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"--output_dir {args.output_dir}: cannot write in {parent} (permission denied), where the "
+                          "copy is made before it takes the folder's place")
+    card = run_card(args.model)  # the run's files read, and checked, before anything is written
+    from hire.model import load_tokenizer  # the heavy imports, once every option is checked
     from hire.sharing import ModelCard
 
-    model = HireModel.from_pretrained(args.model)
-    has_tokenizer = (Path(args.model).expanduser() / "tokenizer_config.json").is_file()
-    model.save_pretrained(out, load_tokenizer(args.model) if has_tokenizer else None, with_code=True,
-                          card=ModelCard(**run_card(args.model)))
-    print(f"{out}: {model.config.head} model with its code; load it with transformers' "
+    tokenizer = load_tokenizer(args.model)
+    model = _load_model(args.model)
+    with _staged_folder(out) as staged:
+        model.save_pretrained(staged, tokenizer, with_code=True, card=ModelCard(**card))
+    print(f"{out}: {model.config.head} model with its tokenizer and code; load it with transformers' "
           "AutoModelForSequenceClassification.from_pretrained(..., trust_remote_code=True), hire installed or not")
     return 0
+
+
+@contextmanager
+def _staged_folder(out: Path) -> Iterator[Path]:
+    """A temporary folder beside ``out`` to write, renamed to ``out`` (absent, or an empty folder) once the block
+    ends; on any failure it is removed, and so are the folders made for it, so that nothing is left to block
+    the same command run again. A failed write names its file at ``out`` (a full disk: where the copy goes)."""
+    made = [p for p in out.absolute().parents if not p.exists()]  # the deepest first
+    staged = None
+    try:
+        out.absolute().parent.mkdir(parents=True, exist_ok=True)
+        staged = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.absolute().parent))
+        umask = os.umask(0)
+        os.umask(umask)
+        staged.chmod(0o777 & ~umask)  # mkdtemp's folder is private; the copy gets the permissions of a new folder
+        try:
+            yield staged
+            os.replace(staged, out)
+        except Exception as err:
+            named = _named_at(err, staged, out)
+            if named is err:
+                raise
+            raise named from err
+    except BaseException:
+        if staged is not None:
+            shutil.rmtree(staged, ignore_errors=True)
+        for folder in made:
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        raise
+
+
+def _named_at(err: Exception, staged: Path, out: Path) -> Exception:
+    """A failed write in ``staged`` as an OSError naming the path it was to have under ``out``: an OSError's file
+    names, or safetensors' I/O error (``... (os error 28)``, which names no file: the weights'). Others as they are."""
+    from safetensors import SafetensorError
+
+    if isinstance(err, SafetensorError):
+        code = re.search(r"\(os error (\d+)\)", str(err))
+        if code is None:
+            return err
+        return OSError(int(code.group(1)), os.strerror(int(code.group(1))), str(out / "model.safetensors"))
+    if not isinstance(err, OSError) or err.errno is None:
+        return err
+
+    def moved(name: Any) -> Any:
+        try:
+            return str(out / Path(os.fsdecode(name)).absolute().relative_to(staged.absolute()))
+        except (TypeError, ValueError):
+            return name
+
+    names = [moved(err.filename), moved(err.filename2)]
+    return OSError(err.errno, err.strerror, names[0] or str(out), None, names[1])
 
 
 def _cmd_heads(args: argparse.Namespace) -> int:
@@ -156,8 +281,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     for run in args.runs:
         if not Path(run).is_dir():
             raise ConfigError(f"{run}: no such run folder")
-    if args.markdown:
-        check_output_file(args.markdown, "--markdown")
+    if args.markdown:  # never over a run's files, nor over the metrics.json it reads
+        check_output_file(args.markdown, "--markdown",
+                          {f"the metrics.json of {run}": Path(run) / "metrics.json" for run in args.runs})
+        check_not_run_file(args.markdown, "--markdown")
     from hire.reporting import collect_runs, runs_table
 
     table = runs_table(collect_runs([Path(r) for r in args.runs]))
@@ -166,6 +293,15 @@ def _cmd_report(args: argparse.Namespace) -> int:
         with writing(args.markdown), replacing(Path(args.markdown)) as tmp:
             tmp.write_text(table + "\n")
     return 0
+
+
+def _check_not_in_model(path: Path, option: str, model_dir: str) -> None:
+    """Refuse an output file that is one of the model's own (its config.json, weights, tokenizer ...)."""
+    model = Path(model_dir).expanduser().resolve()
+    target = Path(path).expanduser().resolve()
+    if target.exists() and target.is_relative_to(model):
+        raise ConfigError(f"{option} {path}: a file of --model {model_dir}, which it would replace; choose another "
+                          "path")
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -185,7 +321,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--split", choices=["dev", "test", "all"], default="dev", help="which splits (default: dev)")
     ev.add_argument("--data_dir", help="GLUE folder (default: $HIRE_GLUE_DIR or ../shared/data/glue)")
     ev.add_argument("--max_examples", type=_at_least(1), help="only the first N examples of each split")
-    ev.add_argument("--output_dir", help="where predictions and metrics go (default: MODEL/eval-TASK)")
+    ev.add_argument("--output_dir", help="where predictions and metrics go (default: RUN/eval-TASK beside the model "
+                    "when MODEL is a run's best/, whose files only hire train writes; else MODEL/eval-TASK); never "
+                    "a run folder or one of its files")
     ev.set_defaults(func=_cmd_evaluate)
 
     pr = sub.add_parser("predict", help="predict a file of your own with a saved model",
@@ -196,15 +334,19 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                     "was trained on, where its run folder says, else sentence)")
     pr.add_argument("--label_column", default="label", help="label column, if the file has one (kept as gold; "
                     "its labels must be the model's)")
-    pr.add_argument("--output", help="predictions file (default: INPUT.predictions.jsonl)")
+    pr.add_argument("--output", help="predictions file (default: INPUT.predictions.jsonl); never the input, a "
+                    "file of the model or of a run")
     pr.set_defaults(func=_cmd_predict)
 
     ex = sub.add_parser("export", help="copy a saved model with its modelling code, to load without hire",
                         description="Write a saved model (converted to the current format) with its tokenizer, "
                         "model card and modelling code, so that transformers loads it with trust_remote_code=True "
-                        "where hire is not installed.")
+                        "where hire is not installed. A model folder without a tokenizer is refused. The copy is "
+                        "written beside --output_dir under a temporary name and renamed into place once complete: "
+                        "a failed export (a full disk) leaves nothing behind.")
     ex.add_argument("--model", required=True, help="a saved model folder (a run's best/)")
-    ex.add_argument("--output_dir", required=True, help="where the copy goes (a new or empty folder)")
+    ex.add_argument("--output_dir", required=True,
+                    help="where the copy goes (a new or empty folder, never among a run's own files)")
     ex.set_defaults(func=_cmd_export)
 
     hd = sub.add_parser("heads", help="list the heads and their options")
@@ -212,5 +354,5 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     rp = sub.add_parser("report", help="tabulate the dev scores of finished runs side by side")
     rp.add_argument("runs", nargs="+", help="run folders (each with a metrics.json)")
-    rp.add_argument("--markdown", help="also write the table to this Markdown file")
+    rp.add_argument("--markdown", help="also write the table to this Markdown file (not a run's file)")
     rp.set_defaults(func=_cmd_report)

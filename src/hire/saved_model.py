@@ -1,14 +1,17 @@
 """What a saved model folder says about itself, read without loading the model (nor torch).
 
-The commands check every option against the model's ``config.json`` (its labels, text columns, encoder)
-before loading anything; a run's ``best/`` also has the run folder beside it (``config.yaml``, ``metrics.json``,
-``predictions/``), from which :func:`run_card` rebuilds its model card. Both of hire's ``config.json`` formats are
-read: the current one (a ``transformers`` config of model type ``"hire"``) and the first one.
+The commands check every option against the model's ``config.json`` (its labels, text columns, encoder; each
+field's type checked) before loading anything, and that the folder holds whole weights (the safetensors headers,
+:func:`check_weights`) and a tokenizer (:func:`check_model_folder`); a run's ``best/`` also has the run folder
+beside it (``config.yaml``, ``metrics.json``, ``predictions/``), from which :func:`run_card` rebuilds its model
+card. Both of hire's ``config.json`` formats are read: the current one (a ``transformers`` config of model type
+``"hire"``) and the first one. A file that is not what hire writes is a ConfigError or DataError naming it.
 """
 
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -18,18 +21,143 @@ from hire.checks import check_saved_model
 from hire.config import ConfigError
 from hire.data.examples import DataError
 from hire.data.glue import task_text_columns
+from hire.runs import is_run_folder
 
 
 def saved_model_config(model_dir: str | Path, option: str = "--model") -> dict[str, Any]:
-    """The ``config.json`` of a saved model, as a dict."""
+    """The ``config.json`` of a saved model, as a dict, with the type of every field the commands read checked
+    (:func:`check_saved_config`)."""
     path = check_saved_model(model_dir, option) / "config.json"
     try:
-        config = json.loads(path.read_text())
+        config = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError):
         config = None
     if not isinstance(config, dict):
         raise ConfigError(f"{option} {model_dir}: not a saved hire model ({path} is not a JSON object)")
+    check_saved_config(config, path)
     return config
+
+
+def check_model_folder(model_dir: str | Path, option: str = "--model") -> dict[str, Any]:
+    """What every command on a saved model needs, checked before anything loads or is written: its
+    ``config.json`` (:func:`saved_model_config`), whole weights (:func:`check_weights`) and a tokenizer
+    (``tokenizer_config.json``, which ``save_pretrained(folder, tokenizer)`` writes). Returns the config."""
+    config = saved_model_config(model_dir, option)
+    check_weights(model_dir, option)
+    if not (Path(model_dir).expanduser() / "tokenizer_config.json").is_file():
+        raise ConfigError(f"{option} {model_dir}: no tokenizer files in this folder (no tokenizer_config.json); "
+                          "save the model with its tokenizer: model.save_pretrained(folder, tokenizer)")
+    return config
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _strings(value: Any, low: int, high: int | None = None) -> bool:
+    return (isinstance(value, list) and low <= len(value) <= (high or len(value))
+            and all(isinstance(v, str) and v.strip() for v in value))
+
+
+# The fields of config.json that hire reads before loading the model: (is the value right, what it must be).
+_FIELDS: dict[str, tuple[Any, str]] = {
+    "model_type": (lambda v: isinstance(v, str), "a string"),
+    "encoder": (lambda v: isinstance(v, str), "a string (the encoder's name or path)"),
+    "head": (lambda v: isinstance(v, str), "a string (the head's name)"),
+    "head_options": (lambda v: v is None or isinstance(v, dict), "a JSON object"),
+    "encoder_config": (lambda v: isinstance(v, dict) and isinstance(v.get("model_type"), str),
+                       "a JSON object with the encoder's model_type"),
+    "label_names": (lambda v: v is None or _strings(v, 2), "null or a list of at least 2 class names"),
+    "text_columns": (lambda v: v is None or _strings(v, 1, 2), "null or a list of 1 or 2 column names"),
+    "id2label": (lambda v: isinstance(v, dict) and len(v) >= 1, "a JSON object of label names"),
+    "num_labels": (lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
+    "classifier_dropout": (lambda v: isinstance(v, int | float) and not isinstance(v, bool), "a number"),
+    "freeze_encoder": (lambda v: isinstance(v, bool), "true or false"),
+}
+
+
+def check_saved_config(config: dict[str, Any], path: str | Path) -> None:
+    """The type of each field of a saved model's ``config.json`` (``path``) that hire reads, and that its labels
+    agree (``label_names``, ``id2label``, ``num_labels``): a :class:`ConfigError` naming the file and the field,
+    instead of a traceback where the value is used."""
+    for key, (ok, what) in _FIELDS.items():
+        if key in config and not ok(config[key]):
+            raise ConfigError(f"{path}: {key} must be {what}, not {json.dumps(config[key])[:80]}")
+    counts = {key: n for key, n in (("label_names", len(config.get("label_names") or [])),
+                                    ("id2label", len(config.get("id2label") or {})),
+                                    ("num_labels", config.get("num_labels", 0))) if n}
+    if len(set(counts.values())) > 1:
+        raise ConfigError(f"{path}: the labels disagree: " + ", ".join(f"{n} in {key}" for key, n in counts.items()))
+
+
+def check_weights(model_dir: str | Path, option: str = "--model") -> dict[str, list[int]] | None:
+    """The model's weights are there and whole, read from the safetensors headers alone (:func:`safetensors_shapes`;
+    a ``pytorch_model.bin`` must be a whole zip archive, torch's format). Returns each tensor's shape by name
+    (None for a ``pytorch_model.bin``)."""
+    folder = Path(model_dir).expanduser()
+    index = folder / "model.safetensors.index.json"
+    if (folder / "model.safetensors").is_file():
+        files = [folder / "model.safetensors"]
+    elif index.is_file():
+        try:
+            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+            files = [folder / name for name in sorted(set(weight_map.values()))]
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError):
+            raise ConfigError(f"{option} {model_dir}: {index} is not a safetensors index (a JSON object with "
+                              "a weight_map)") from None
+    elif (folder / "pytorch_model.bin").is_file():
+        if not zipfile.is_zipfile(folder / "pytorch_model.bin"):
+            raise ConfigError(f"{option} {model_dir}: {folder / 'pytorch_model.bin'} is truncated or not a "
+                              "PyTorch weights file")
+        return None
+    else:
+        raise ConfigError(f"{option} {model_dir}: the model has no weights (no model.safetensors)")
+    shapes: dict[str, list[int]] = {}
+    for file in files:
+        try:
+            shapes.update(safetensors_shapes(file))
+        except ValueError as err:
+            raise ConfigError(f"{option} {model_dir}: {file} is truncated or not a safetensors file ({err})") \
+                from None
+    return shapes
+
+
+def safetensors_shapes(path: Path) -> dict[str, list[int]]:
+    """The shape of each tensor of a safetensors file, read from its header alone; a ValueError saying what is
+    wrong with a file that is cut short or not one.
+
+    The format: an 8-byte little-endian header length N, N bytes of JSON (tensor name -> dtype, shape and
+    ``data_offsets`` [begin, end] into the data after the header; an optional ``__metadata__``), then the
+    data, which must end exactly where the last tensor ends.
+    """
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                raise ValueError(f"{size} bytes, shorter than the header's length")
+            length = int.from_bytes(head, "little")
+            if length > size - 8:
+                raise ValueError(f"a header of {length} bytes in a file of {size}")
+            header = json.loads(f.read(length).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ValueError("its header is not JSON") from None
+    if not isinstance(header, dict):
+        raise ValueError("its header is not a JSON object")
+    end, shapes = 0, {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
+        shape = entry.get("shape") if isinstance(entry, dict) else None
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_int(o) for o in offsets)
+                and 0 <= offsets[0] <= offsets[1] and isinstance(shape, list) and all(_is_int(d) for d in shape)):
+            raise ValueError(f"tensor {name!r} has no valid shape and data_offsets")
+        end, shapes[name] = max(end, offsets[1]), shape
+    data = size - 8 - length
+    if data != end:
+        raise ValueError(f"the header describes {end} bytes of tensors, the file holds {data}")
+    return shapes
 
 
 def saved_num_labels(config: dict[str, Any]) -> int:
@@ -68,19 +196,57 @@ def trained_text_columns(model_dir: str | Path, config: dict[str, Any]) -> list[
 
 def run_card(model_dir: str | Path) -> dict[str, Any]:
     """What the run folder around a run's ``best/`` says of the model: ``task``, ``metrics`` (dev), mean
-    ``layer_weights`` over the dev predictions, ``recipe`` (the run's configuration); {} outside a finished run."""
-    run = Path(model_dir).expanduser().resolve().parent
-    try:
-        final = json.loads((run / "metrics.json").read_text())
-        card: dict[str, Any] = {"task": final["task"], "metrics": final["dev"], "recipe": _run_config(model_dir)}
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError, TypeError, KeyError):
+    ``layer_weights`` over the dev predictions, ``recipe`` (the run's configuration); {} outside a finished run
+    (a model folder beside no ``metrics.json``, or not a run's ``best/``). A run file that is not what training
+    writes is a :class:`DataError` naming the file (and line), not a card with a hole or a traceback."""
+    given = Path(model_dir).expanduser()
+    model = given.resolve()
+    run = given.parent if given.name and given.parent.resolve() == model.parent else model.parent  # as given
+    if not (run / "metrics.json").is_file() or not (is_run_folder(run) or model.name == "best"):
         return {}
-    rows = [json.loads(line) for split in card["metrics"] if (run / "predictions" / f"{split}.jsonl").is_file()
-            for line in (run / "predictions" / f"{split}.jsonl").read_text().splitlines() if line.strip()]
-    weights = [row["layer_weights"] for row in rows if row.get("layer_weights")]
+    from hire.options import read_yaml
+    from hire.reporting import read_run_metrics
+
+    final = read_run_metrics(run / "metrics.json")
+    card: dict[str, Any] = {"task": final["task"], "metrics": final["dev"]}
+    if (run / "config.yaml").is_file():
+        recipe = read_yaml(run / "config.yaml", str(run / "config.yaml"))
+        if not isinstance(recipe, dict):
+            raise DataError(f"{run / 'config.yaml'}: not a run configuration (a mapping of sections)")
+        card["recipe"] = recipe
+    weights = [w for split in card["metrics"] for w in _layer_weights(run / "predictions" / f"{split}.jsonl")]
     if weights and len({len(w) for w in weights}) == 1:
         card["layer_weights"] = [sum(column) / len(weights) for column in zip(*weights, strict=True)]
     return card
+
+
+def _layer_weights(path: Path) -> list[list[float]]:
+    """Each example's layer weights in a predictions file (none where it has none, or there is no file)."""
+    if not path.is_file():
+        return []
+    weights = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise DataError(f"{path}: not UTF-8 text") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DataError(f"{path}, line {number}: not valid JSON ({err.msg}, column {err.colno})") from None
+        if not isinstance(row, dict):
+            raise DataError(f"{path}, line {number}: not a JSON object (one prediction per line)")
+        value = row.get("layer_weights")
+        if value is None:
+            continue
+        if not (isinstance(value, list) and value
+                and all(isinstance(w, int | float) and not isinstance(w, bool) for w in value)):
+            raise DataError(f"{path}, line {number}: layer_weights must be a list of numbers, not "
+                            f"{json.dumps(value)[:80]}")
+        weights.append(value)
+    return weights
 
 
 def _run_config(model_dir: str | Path) -> Any:

@@ -13,15 +13,34 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hire.data.examples import DataError, Example
 from hire.data.files import data_error, iter_lines
 
-__all__ = ["GLUE_TASKS", "TaskSpec", "default_glue_dir", "get_task", "read_glue_split", "task_text_columns"]
+__all__ = ["GLUE_TASKS", "TaskSpec", "data_dir_option", "default_glue_dir", "get_task", "read_glue_split",
+           "task_text_columns"]
 
 ENV_VAR = "HIRE_GLUE_DIR"
+# The option that sets the data dir in the command that reads (named when the data is missing): the run
+# configuration's by default, which :func:`hire.tasks.load_task` reads; see :func:`data_dir_option`.
+_DATA_DIR_OPTION: ContextVar[str] = ContextVar("glue_data_dir_option", default="--data.data_dir")
+
+
+@contextmanager
+def data_dir_option(option: str) -> Iterator[None]:
+    """Within the block, a missing GLUE file's message names ``option`` as the way to set the data dir: for a
+    command whose option is not the run configuration's ``--data.data_dir`` (``hire evaluate --data_dir``)
+    and that reads GLUE through a layer that does not pass it on (:func:`hire.tasks.load_task`)."""
+    token = _DATA_DIR_OPTION.set(option)
+    try:
+        yield
+    finally:
+        _DATA_DIR_OPTION.reset(token)
 
 
 @dataclass(frozen=True)
@@ -200,12 +219,15 @@ def _parse_label(spec: TaskSpec, path: Path, number: int, value: str) -> str | f
     return score
 
 
-def read_glue_split(task: str | TaskSpec, split: str, data_dir: str | Path | None = None) -> list[Example]:
+def read_glue_split(task: str | TaskSpec, split: str, data_dir: str | Path | None = None, *,
+                    option: str | None = None) -> list[Example]:
     """Read one split of a GLUE task from ``<data_dir>/<folder>/<file>``.
 
     ``guid`` is the file's index/id column where it has one (all test files do), else the 0-based
     row number. Labels are strings as spelled (validated against ``spec.labels``), floats for
-    STS-B, ``None`` on test splits. ``data_dir`` defaults to :func:`default_glue_dir`.
+    STS-B, ``None`` on test splits. ``data_dir`` defaults to :func:`default_glue_dir`. ``option``: the
+    calling command's option for the data dir, named when the file is missing (default: the one set by
+    :func:`data_dir_option`, else ``--data.data_dir``).
 
     Raises:
         DataError: naming the file and 1-based line, for a missing file, an unknown split, an empty
@@ -223,7 +245,7 @@ def read_glue_split(task: str | TaskSpec, split: str, data_dir: str | Path | Non
         missing = f"there is no folder {folder}" if not folder.is_dir() else "the file does not exist"
         raise DataError(
             f"GLUE data for {spec.name} split {split!r} not found: {path} ({missing}); "
-            f"set the data dir with --data.data_dir or {ENV_VAR}"
+            f"set the data dir with {option or _DATA_DIR_OPTION.get()} or {ENV_VAR}"
         )
     if spec.name not in _LAYOUTS:
         raise DataError(f"task {spec.name!r} is not a GLUE task this reader knows: {', '.join(GLUE_TASKS)}")
