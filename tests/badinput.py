@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -113,8 +114,8 @@ def run_hire(args: list[str], cwd: Path, env: dict[str, str] | None = None,
 def check_fails_cleanly(args: list[str], message: str, shared: dict[str, Path], tmp_path: Path) -> None:
     """Run one case in a fresh world under ``tmp_path``: exit status 2, one error line that contains ``message``
     ({tmp}, {enc}, ... expanded), no traceback, and nothing created, changed or removed."""
-    if "/dev/full" in args and not Path("/dev/full").exists():
-        pytest.skip("no /dev/full here")
+    if "/dev/full" in args and not (Path("/dev/full").exists() and stat.S_ISCHR(os.stat("/dev/full").st_mode)):
+        pytest.skip("no /dev/full device here")
     write_world(tmp_path, shared["enc"])
     places = {"tmp": str(tmp_path), **{k: str(v) for k, v in shared.items()}}
     before = snapshot(tmp_path), snapshot(shared["root"])
