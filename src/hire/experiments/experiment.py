@@ -19,8 +19,10 @@ from hire.experiments.spec import (
     fail,
     identity_keys,
     make_cells,
+    name_problem,
     resolve_base,
 )
+from hire.options import read_yaml
 
 
 @dataclass(frozen=True)
@@ -65,28 +67,39 @@ def _per_task(path: Path, value: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _name(path: Path, value: Any) -> str:
+    """The experiment's name (default: the file's stem): it names its folders, so it must be a plain name."""
+    name = path.stem if value is None or value == "" else value
+    if not isinstance(name, str | int) or isinstance(name, bool):
+        fail(path, "name", f"expected a name, not {type(name).__name__} {name!r}")
+    problem = name_problem(str(name))
+    if problem is not None:
+        where = "name" if value not in (None, "") else "name (the file's stem: the file sets no name)"
+        fail(path, where, f"{str(name)!r} cannot be used: {problem}")
+    return str(name)
+
+
 def load_experiment(path: str | Path) -> Experiment:
     """Read, validate and expand an experiment file; any mistake is one error naming file and key."""
     path = Path(path)
     if not path.is_file():
-        fail(path, "", "no such experiment file")
-    text = path.read_text()
-    try:
-        raw = yaml.safe_load(text) or {}
-    except yaml.YAMLError as err:
-        fail(path, "", f"not valid YAML ({err})")
+        fail(path, "", "no such experiment file" if not path.is_dir() else "a folder, not an experiment file")
+    # The text as read (copied beside the results) and its content; a key given twice is an error.
+    text, raw = read_yaml(path, str(path), lambda text: (text, yaml.safe_load(text)))
     raw = check_keys(raw, TOP_KEYS, path, "top level")
+    name = _name(path, raw.get("name"))
     base = resolve_base(path, raw.get("base"))
     seeds = _seeds(path, raw.get("seeds"))
     grids = []
     if raw.get("grid") is not None:
         grids.append(("grid", expand(path, "grid", raw["grid"], seeds)))
-    cells_spec = raw.get("cells") or []
-    if not isinstance(cells_spec, list):
-        fail(path, "cells", "expected a list of option mappings")
-    grids += [(f"cells[{i}]", expand(path, f"cells[{i}]", spec, seeds)) for i, spec in enumerate(cells_spec)]
+    cells_spec = raw.get("cells")
+    if cells_spec is not None and not isinstance(cells_spec, list):
+        fail(path, "cells", f"expected a list of option mappings, not {type(cells_spec).__name__} {cells_spec!r}")
+    grids += [(f"cells[{i}]", expand(path, f"cells[{i}]", spec, seeds)) for i, spec in enumerate(cells_spec or [])]
     if not grids:
-        fail(path, "", "declares no cells: give a grid (and/or cells)")
+        fail(path, "", "declares no cells: give grid (axes to cross, e.g. model.head: [hire, last-layer]) "
+             "and/or cells")
     per_task = _per_task(path, raw.get("per_task"))
     cells = sorted(make_cells(path, base, grids, per_task), key=lambda c: c.seed)  # whole seeds first
     unused = sorted(set(per_task) - {c.task for c in cells})
@@ -97,6 +110,6 @@ def load_experiment(path: str | Path) -> Experiment:
     tables_spec = check_keys(raw.get("tables"), None, path, "tables") or {"all": {}}
     tables = tuple(resolve_table(path, str(name), spec, cells, base, identity, baseline)
                    for name, spec in tables_spec.items())
-    return Experiment(path, text, str(raw.get("name") or path.stem), str(raw.get("description") or "").strip(),
+    return Experiment(path, text, name, str(raw.get("description") or "").strip(),
                       base, tuple(cells), identity, baseline, tables,
                       resolve_figure2(path, raw, cells, base, identity))

@@ -5,7 +5,9 @@ metrics, steps, training time, precision, the machine, the per-evaluation dev cu
 weights of each dev split. Per-example layer weights are kept only where Figure 2 needs them, in
 ``<cell-id>.layer_weights.json.gz``. Records are committed: ``hire experiment report`` needs nothing
 else, so anyone can regenerate the tables and figures. Files are written deterministically (sorted keys,
-gzip without a timestamp) and only when their content changes.
+gzip without a timestamp) and only when their content changes. Every command reads a record through
+:func:`read_record`: a file that is not one (cut short, a JSON list, ``{}``) is one error naming it, never a
+record of some other configuration. Only a run folder (:func:`hire.runs.is_run_folder`) is read as a cell's run.
 """
 
 from __future__ import annotations
@@ -21,9 +23,51 @@ import yaml
 from tqdm.auto import tqdm
 
 from hire.experiments.experiment import Experiment
-from hire.experiments.spec import RUNNER_OWNED, Cell, config_differences, record_differences
+from hire.experiments.spec import RUNNER_OWNED, Cell, ExperimentError, config_differences, record_differences
+from hire.runs import is_run_folder
 
 RUNNER_FILE = "experiment.json"  # written by the runner into a run folder: wall time over attempts
+RECORD_KEYS = {"cell": str, "config": dict, "score": (int, float)}  # what every record holds (make_record)
+REPAIR = ("`hire experiment collect EXPERIMENT.yaml` rewrites a cell's record from its run folder; where there is "
+          "none, delete the file (the cell is then trained again) or restore it from git")
+
+
+def read_record(path: Path) -> dict[str, Any]:
+    """The record in ``path``; :class:`ExperimentError` naming the file, what is wrong and what repairs it when
+    the file is not a record (not JSON, cut short, a list, an object without a cell, configuration or score)."""
+    path = Path(path)
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        problem = "not UTF-8 text"
+    except json.JSONDecodeError as err:
+        problem = f"not valid JSON, cut short or damaged (line {err.lineno}, column {err.colno}: {err.msg})"
+    else:
+        if not isinstance(record, dict):
+            problem = f"a JSON {type(record).__name__}, not a record (an object)"
+        else:
+            missing = [key for key in RECORD_KEYS if key not in record]
+            wrong = [key for key, tp in RECORD_KEYS.items() if key in record and (
+                not isinstance(record[key], tp) or isinstance(record[key], bool))]
+            if not missing and not wrong:
+                return record
+            problem = (f"not a record: it has no {', '.join(missing)}" if missing else
+                       f"not a record: its {wrong[0]} is {record[wrong[0]]!r}")
+    raise ExperimentError(f"{path}: {problem}; {REPAIR}")
+
+
+def run_config(run: Path) -> Any:
+    """A run folder's ``config.yaml`` as saved (None where it does not read as YAML: it then differs from every
+    cell, :func:`hire.experiments.spec.config_differences`)."""
+    try:
+        return yaml.safe_load((run / "config.yaml").read_text()) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+
+
+def finished_run(run: Path) -> bool:
+    """Whether ``run`` is a run folder (it carries the marker) that holds a finished run's ``metrics.json``."""
+    return is_run_folder(run) and (run / "metrics.json").is_file()
 
 
 def run_dir(runs_dir: Path, exp: Experiment, cell: Cell) -> Path:
@@ -137,9 +181,9 @@ def collect(exp: Experiment, runs_dir: Path, exp_dir: Path) -> dict[str, list[st
     result: dict[str, list[str]] = {"written": [], "unchanged": [], "changed_config": [], "unfinished": []}
     for cell in tqdm(exp.cells, desc="collect records", leave=False, disable=len(exp.cells) < 20):
         run = run_dir(runs_dir, exp, cell)
-        if not (run / "metrics.json").is_file():
+        if not finished_run(run):
             result["unfinished"].append(cell.id)
-        elif config_differences(yaml.safe_load((run / "config.yaml").read_text()) or {}, cell.options):
+        elif config_differences(run_config(run), cell.options):
             result["changed_config"].append(cell.id)
         else:
             result["written" if collect_cell(exp, cell, run, exp_dir) else "unchanged"].append(cell.id)
@@ -148,7 +192,19 @@ def collect(exp: Experiment, runs_dir: Path, exp_dir: Path) -> dict[str, list[st
 
 def read_examples(exp_dir: Path, cell_id: str) -> dict[str, Any] | None:
     path = records_dir(exp_dir) / f"{cell_id}.layer_weights.json.gz"
-    return json.loads(gzip.decompress(path.read_bytes())) if path.is_file() else None
+    return read_examples_file(path) if path.is_file() else None
+
+
+def read_examples_file(path: Path) -> dict[str, Any]:
+    """Figure 2's per-example weights of a cell (``<cell-id>.layer_weights.json.gz``); :class:`ExperimentError`
+    naming the file (and what repairs it) for one that is damaged."""
+    try:
+        examples = json.loads(gzip.decompress(path.read_bytes()))
+    except (EOFError, gzip.BadGzipFile, UnicodeDecodeError, ValueError) as err:
+        raise ExperimentError(f"{path}: damaged ({err}); {REPAIR}") from None
+    if not isinstance(examples, dict) or not isinstance(examples.get("weights"), list):
+        raise ExperimentError(f"{path}: not a cell's per-example layer weights (no weights); {REPAIR}")
+    return examples
 
 
 @dataclass
@@ -164,8 +220,8 @@ def load_records(exp: Experiment, exp_dir: Path) -> Records:
     """Every record of ``exp``; one whose configuration no longer matches the file is left out."""
     records, ids = Records(), {c.id for c in exp.cells}
     for path in sorted(records_dir(exp_dir).glob("*.json")):
-        record = json.loads(path.read_text())
-        cid = record.get("cell", path.stem)
+        record = read_record(path)
+        cid = record["cell"]
         if cid not in ids:
             records.not_in_grid.append(cid)
             continue

@@ -31,7 +31,15 @@ from pathlib import Path
 from typing import Any
 
 from hire.experiments.experiment import Experiment
-from hire.experiments.records import RUNNER_FILE, collect_cell, json_bytes, records_dir, run_dir, write_if_changed
+from hire.experiments.records import (
+    RUNNER_FILE,
+    collect_cell,
+    json_bytes,
+    read_record,
+    records_dir,
+    run_dir,
+    write_if_changed,
+)
 from hire.experiments.spec import Cell, ExperimentError, default_options
 from hire.experiments.status import (
     CellClaim,
@@ -101,12 +109,17 @@ def stream(cmd: list[str], log: Path, echo: bool = True) -> int:
 
 def _note_attempt(run: Path, seconds: float) -> None:
     """Add this attempt's wall time to ``<run>/experiment.json`` (the time estimates use it)."""
-    if not (run / "config.yaml").is_file():
-        return  # never write into a folder that holds no run: ``hire train`` would refuse it
+    from hire.runs import is_run_folder
+
+    if not is_run_folder(run):
+        return  # never write into a folder that is no run of hire's (a user's folder, or `hire train` refused it)
     path = run / RUNNER_FILE
-    info = json.loads(path.read_text()) if path.is_file() else {"attempts": 0, "wall_seconds": 0.0}
-    info = {"attempts": info["attempts"] + 1, "wall_seconds": round(info["wall_seconds"] + seconds, 1)}
-    write_if_changed(path, json_bytes(info))
+    try:
+        info = json.loads(path.read_text())
+        attempts, wall = int(info["attempts"]), float(info["wall_seconds"])
+    except (OSError, ValueError, TypeError, KeyError):  # none yet (or not ours to read): count from this attempt
+        attempts, wall = 0, 0.0
+    write_if_changed(path, json_bytes({"attempts": attempts + 1, "wall_seconds": round(wall + seconds, 1)}))
 
 
 @contextmanager
@@ -149,10 +162,11 @@ def run_experiment(exp: Experiment, runs_dir: Path, exp_dir: Path, *, max_runs: 
         raise ValueError(f"jobs: expected 1 or more, got {jobs}")
     runs_dir, exp_dir = Path(runs_dir), Path(exp_dir)
     parallel = jobs > 1 and not dry_run
+    # Every record read (a damaged one is an error naming it) before the runner's lock file is made.
+    estimates = Estimates.from_records(records_dir(exp_dir), default_minutes, this_device())
     with nullcontext() if dry_run else runner_lock(runs_dir), \
             ThreadPoolExecutor(jobs) if parallel else nullcontext() as pool:
         statuses = [s for s in cell_statuses(exp, runs_dir, records_dir(exp_dir)) if matches_only(s.cell, only)]
-        estimates = Estimates.from_records(records_dir(exp_dir), default_minutes, this_device())
         todo = sum(s.state in ("left", "started") for s in statuses)
         done = sum(s.state in ("done", "recorded") for s in statuses)
         say(f"{exp.name}: {len(statuses)} cells selected: {done} done, {todo} to run")
@@ -288,7 +302,7 @@ def _train_and_record(exp: Experiment, s: CellStatus, cmd: list[str], log: Path,
 def _record_score(exp_dir: Path, cell_id: str) -> str:
     """The finished cell's dev score as its record holds it, for the runner's one-line report."""
     path = records_dir(exp_dir) / f"{cell_id}.json"
-    score = json.loads(path.read_text()).get("score") if path.is_file() else None
+    score = read_record(path)["score"] if path.is_file() else None
     return "dev score " + ("n/a" if score is None else f"{100 * score:.2f}")
 
 

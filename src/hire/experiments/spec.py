@@ -18,29 +18,34 @@
     figure2: {...}
 
 A cell's options are, from weakest to strongest: the defaults, ``base.config``, ``base.options``,
-``per_task`` of its task, and its own grid values. Every key is checked: an unknown key or option is
-one error naming the file and the key. Cell ids are readable and stable: task, head, the head options
-and the other options the cell's own grid sets (``key=value``), then the seed, joined by ``__``, e.g.
-``CoLA__hire__fusion_layers=1__seed3``. Cells are ordered seed first, so a grid advanced in slices
+``per_task`` of its task, and its own grid values. Every key is checked: an unknown key or option, a key
+given twice, a value out of the range ``hire train`` accepts, an empty grid, is one error naming the file
+and the key. Each cell as a whole is checked by the rules of ``hire train`` that need no file at hand
+(:func:`check_cell`), so that no experiment command reports on cells that could never run. Cell ids are
+readable and stable: task, head, the head options and the other options the cell's own grid sets
+(``key=value``), then the seed, joined by ``__``, e.g. ``CoLA__hire__fusion_layers=1__seed3``. The
+experiment's name and its cell ids name folders and files (``<runs_dir>/<name>/<cell-id>/``), so both must
+be plain file names (:func:`name_problem`). Cells are ordered seed first, so a grid advanced in slices
 completes whole seeds (paired comparisons) early.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import itertools
 import json
+import math
 import re
 import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_origin
 
-import yaml
-
 from hire.config import ConfigError, RunConfig, did_you_mean, option_fields
 from hire.data.examples import DataError
 from hire.data.glue import get_task
-from hire.options import by_name, parse_options
+from hire.options import by_name, parse_options, read_yaml
 
 TOP_KEYS = ("name", "description", "base", "seeds", "grid", "cells", "per_task", "baseline", "tables", "figure2")
 # Set by the runner for every cell: the folder, and no test-set prediction (a cell is compared on its dev
@@ -83,15 +88,52 @@ def option_types() -> dict[str, Any]:
     return {name: tp for name, tp, _ in option_fields(RunConfig)}
 
 
+@functools.cache
+def _rules() -> dict[str, Any]:
+    """Every run option's range rule (``(description, test)`` or None), as :class:`RunConfig` declares it."""
+    return {name: f.metadata["ok"] for name, _, f in option_fields(RunConfig)}
+
+
+def range_problem(key: str, value: Any) -> str | None:
+    """What is wrong with ``value`` for the run option ``key`` by the rule ``hire train`` applies
+    (:meth:`hire.config.RunConfig.validate`: finite numbers, each option's range), or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"must be a finite number, not {value}"
+    rule = _rules().get(key)
+    if value is not None and rule is not None and not rule[1](value):
+        return f"must be {rule[0]}, not {value!r}"
+    return None
+
+
+# -- names of folders and files ----------------------------------------------------------------------
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=+,-]*")
+MAX_NAME = 200  # file names are limited to 255 bytes; a record adds ``.layer_weights.json.gz`` to a cell id
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be the name of one folder or file of the experiment (None: it can): it must be
+    letters, digits and ``. _ - + = ,``, start with a letter or digit, hold no ``..`` and no path separator
+    (a name like ``../../x`` would put runs and records outside ``--runs_dir`` and ``--experiments_dir``)."""
+    if not _SAFE_NAME.fullmatch(name) or ".." in name:
+        return ("it names a folder: use letters, digits and . _ - + = , only, starting with a letter or digit "
+                "(no path separator, no '..')")
+    if len(name) > MAX_NAME:
+        return f"{len(name)} characters; at most {MAX_NAME} (it names a folder)"
+    return None
+
+
 def default_options() -> dict[str, Any]:
     defaults = RunConfig()
     return {name: defaults.get(name) for name in option_types() if name not in RUNNER_OWNED}
 
 
-def config_differences(saved: dict[str, Any], options: dict[str, Any]) -> list[str]:
+def config_differences(saved: Any, options: dict[str, Any]) -> list[str]:
     """Options in which a run folder's ``config.yaml`` (nested or flat) differs from a cell's options.
     An option the saved file lacks counts as its default (an option added to the library later); a file that
-    does not read as a configuration differs in every option."""
+    does not read as a configuration (not a mapping: ``None`` for a file that is not YAML) differs in every
+    option."""
+    if not isinstance(saved, dict):
+        return sorted(options)
     try:
         resolved = parse_options(saved)
     except ConfigError:
@@ -156,6 +198,9 @@ def check_option(path: Path, where: str, key: str, value: Any) -> Any:
         value = parse_options({key: value}).get(key)
     except ConfigError as err:
         fail(path, where, str(err).removeprefix(f"--{key}: "))
+    problem = range_problem(key, value)
+    if problem is not None:
+        fail(path, where, problem)
     if key == "data.task" and value != "custom":
         try:
             value = get_task(value).name
@@ -197,10 +242,7 @@ def resolve_base(path: Path, base: Any) -> dict[str, Any]:
         if found is None:
             fail(path, "base.config", f"no such file {base['config']!r} (looked beside the experiment file, "
                  "in the current folder and the folders above the file)")
-        try:
-            values = yaml.safe_load(found.read_text()) or {}
-        except yaml.YAMLError as err:
-            fail(path, "base.config", f"{found}: not valid YAML ({err})")
+        values = read_yaml(found, f"{path}: base.config ({found})") or {}
         options.update(check_options(path, f"base.config ({found})", values))
     options.update(check_options(path, "base.options", base.get("options")))
     return options
@@ -221,6 +263,10 @@ def axis_values(path: Path, where: str, key: str, values: Any) -> list[Any]:
 def expand(path: Path, where: str, axes: Any, seeds: list[int] | None) -> list[dict[str, Any]]:
     """The declared options of every cell of one grid, seed-major (whole seeds complete first)."""
     axes = check_keys(axes, None, path, where)
+    if not axes:  # it would be one cell of the base options alone: say so rather than run that
+        fail(path, where, "empty: give at least one axis (e.g. model.head: [hire, last-layer]), or remove it"
+             if where == "grid" else "empty: give the options that make its cells (e.g. model.head: hire), or "
+             "remove it")
     columns = {k: axis_values(path, where, k, v) for k, v in by_name(axes).items()}
     if "train.seed" not in columns and seeds:
         columns["train.seed"] = list(seeds)
@@ -260,14 +306,27 @@ def cell_id(options: dict[str, Any], declared: typing.Iterable[str]) -> str:
     return "__".join(re.sub(r"[^A-Za-z0-9._=+,-]", "-", p) for p in parts if p != "")
 
 
-def check_head_options(path: Path, where: str, options: dict[str, Any]) -> None:
-    from hire.heads import head_options
+def check_cell(path: Path, where: str, options: dict[str, Any]) -> None:
+    """A cell's options as a whole, by the rules of ``hire train`` (:meth:`hire.config.RunConfig.validate`)
+    that need no file at hand, so that ``status`` and ``report`` work where the data is not: the head takes
+    its options (their types and ranges), a GLUE task takes none of the custom task's options, and a custom
+    task names its training and dev files and distinct text columns. (Each value's type and range is checked
+    where the file gives it: :func:`check_option`.) Whether the files, the encoder and the output folder are
+    there, ``hire train`` checks when the cell runs."""
+    from hire.checks import check_head, check_text_columns
 
-    valid = head_options(options["model.head"])
-    for key in options["model.head_options"]:
-        if key not in valid:
-            fail(path, where, f"head {options['model.head']!r} has no option {key!r}; its options are: "
-                 f"{', '.join(valid) or '(none)'}")
+    try:
+        check_head(options["model.head"], options["model.head_options"])
+        data = parse_options(options).data
+        if data.task != "custom":
+            dataclasses.replace(data, data_dir=None).validate()  # a GLUE task: no file read without data_dir
+        else:
+            for name, what in (("train_file", "a training file"), ("dev_file", "a labelled dev file")):
+                if not getattr(data, name):
+                    raise ConfigError(f"data.{name}: data.task custom needs {what}")
+            check_text_columns(data.text_columns, data.label_column, "data.text_columns", "data.label_column")
+    except ConfigError as err:
+        fail(path, where, str(err).removeprefix("--model.head_options: ").removeprefix("--"))
 
 
 def make_cells(path: Path, base: dict[str, Any], grids: list[tuple[str, list[dict[str, Any]]]],
@@ -278,8 +337,12 @@ def make_cells(path: Path, base: dict[str, Any], grids: list[tuple[str, list[dic
         for declared in declared_cells:
             task = declared.get("data.task", base["data.task"])
             options = {**base, **per_task.get(task, {}), **declared}
-            check_head_options(path, source, options)
+            check_cell(path, source, options)
             cell = Cell(cell_id(options, declared), options, tuple(declared), source)
+            problem = name_problem(cell.id)
+            if problem is not None:
+                fail(path, source, f"the cell id {cell.id!r} cannot be used: {problem}; change the values that "
+                     "make it")
             if cell.id in cells:
                 other = cells[cell.id]
                 same = "the same cell" if other.options == options else "another cell with the same id"

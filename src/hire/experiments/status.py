@@ -6,8 +6,10 @@
              again; delete the record to train it here
     running  a process holds the folder's lock (``<run>/.lock``) right now, or another runner (with another
              runs_dir) has claimed the cell (``records/.claims/<cell-id>.lock``)
-    started  the folder holds an unfinished run: ``hire train`` resumes it
-    left     nothing yet
+    started  the folder is a run folder (it carries hire's marker) that holds an unfinished run: ``hire train``
+             resumes it
+    left     nothing yet (a folder that holds no run of hire's is no run: ``hire train`` refuses to write there,
+             and says so when the cell runs)
     changed  the folder holds a run with another configuration (the file changed since): it is never
              overwritten; delete the folder to run the cell again
 
@@ -32,7 +34,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from hire.experiments.experiment import Experiment
-from hire.experiments.records import run_dir
+from hire.experiments.records import read_record, run_config, run_dir
 from hire.experiments.spec import (
     PRECISION,
     Cell,
@@ -103,17 +105,20 @@ def recorded(cell: Cell, records: Path | None) -> bool:
     path = None if records is None else Path(records) / f"{cell.id}.json"
     if path is None or not path.is_file():
         return False
-    return not record_differences(json.loads(path.read_text()), cell.options)
+    return not record_differences(read_record(path), cell.options)
 
 
 def cell_status(cell: Cell, run: Path, records: Path | None = None, claims: bool = True) -> CellStatus:
     """``claims``: whether a claim on the cell counts as running (not when this process holds it)."""
+    from hire.runs import is_run_folder
+
     if folder_in_use(run) or (claims and records is not None and CellClaim(records, cell.id).held_elsewhere()):
         return CellStatus(cell, run, "running")
-    saved = run / "config.yaml"
-    if not saved.is_file():
+    if not is_run_folder(run):
         return CellStatus(cell, run, "recorded" if recorded(cell, records) else "left")
-    differ = tuple(config_differences(yaml.safe_load(saved.read_text()) or {}, cell.options))
+    if not (run / "config.yaml").is_file():
+        return CellStatus(cell, run, "started")  # marked, stopped before its configuration: `hire train` starts it
+    differ = tuple(config_differences(run_config(run), cell.options))
     if differ:
         return CellStatus(cell, run, "changed", differ)
     return CellStatus(cell, run, "done" if (run / "metrics.json").is_file() else "started")
@@ -183,7 +188,7 @@ class Estimates:
         groups: dict[tuple[str, str], list[tuple[Device | None, str | None, float]]] = {}
         steps: dict[tuple[str, str], list[int]] = {}
         for path in sorted(Path(folder).glob("*.json")):
-            r = json.loads(path.read_text())
+            r = read_record(path)
             seconds = r.get("wall_seconds") or r.get("train_seconds")
             if seconds:
                 groups.setdefault((r.get("task"), r.get("head")), []).append(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from hire.config import ConfigError
 from hire.layers.plan import FAMILIES, FAMILY_NAMES, parse_indices
-from hire.probing.cli import add_encoder_options, encoders_and_labels
+from hire.probing.cli import add_encoder_options, check_encoders, check_results_dir, encoders_and_labels
 
 if TYPE_CHECKING:
     from hire.layers.runner import ReconstructOptions
@@ -55,7 +55,7 @@ def _positive(option: str, value: int | None, zero_ok: bool = False) -> None:
 
 def reconstruct_options(args: argparse.Namespace) -> ReconstructOptions:
     """Check the command line (before torch is imported) and build the options."""
-    from hire.checks import check_input_file, check_output_folder, check_text_columns
+    from hire.checks import check_input_file, check_text_columns
     from hire.data.examples import DataError
     from hire.data.glue import get_task
     from hire.layers.runner import ReconstructOptions
@@ -77,7 +77,8 @@ def reconstruct_options(args: argparse.Namespace) -> ReconstructOptions:
     for option in ("max_length", "batch_size"):
         _positive(option, getattr(args, option))
     _positive("max_examples", args.max_examples, zero_ok=True)
-    check_output_folder(args.output_dir, "--output_dir")
+    check_results_dir(args.output_dir)
+    check_encoders(encoders)  # last: it imports torch
     device = _device(args.device)
     return ReconstructOptions(encoders, args.output_dir, labels, None if args.input else (args.task or "CoLA"),
                               args.split, args.data_dir, args.input, columns, args.max_examples or None,
@@ -97,6 +98,7 @@ def _cmd_reconstruct(args: argparse.Namespace) -> int:
     from hire.layers.report import load_results, write_report
 
     if args.report_only:
+        check_results_dir(args.output_dir)
         print(write_report(load_results(args.output_dir), args.output_dir))
         return 0
     opts = reconstruct_options(args)

@@ -170,8 +170,10 @@ def check_output(output: str, spec: str, overwrite: bool) -> Path:
     """The output folder may be written: new, empty, or (with ``--overwrite``) an earlier ``hire deepen``
     output; never the source folder, and never a folder holding anything else."""
     from hire.checks import check_output_folder
+    from hire.runs import check_not_run_file
 
     check_output_folder(output, "--output")
+    check_not_run_file(output, "--output")
     out = Path(output).expanduser()
     source = Path(spec).expanduser()
     if source.exists() and out.resolve() == source.resolve():

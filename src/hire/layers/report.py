@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 RESULTS, TABLE, PLOT = "results.json", "reconstruction", "reconstruction.png"
+FORMAT = "hire-reconstruct/1"  # results.json's format
 
 
 def duplicated_states(record: dict[str, Any]) -> list[bool]:
@@ -136,8 +137,25 @@ def write_report(results: dict[str, Any], out: str | Path) -> str:
 
 
 def load_results(out: str | Path) -> dict[str, Any]:
+    """The results in ``out`` as ``hire reconstruct`` writes them; ValueError naming the file and what is wrong
+    (and what writes it afresh) for a missing file or one that is not such results."""
     path = Path(out) / RESULTS
+    again = "run the `hire reconstruct` command that made it again to write it afresh"
     try:
-        return json.loads(path.read_text())
+        results = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file; run `hire reconstruct` first") from None
+    except IsADirectoryError:
+        raise ValueError(f"{path}: a folder, not a results file") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text; {again}") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON, cut short or damaged (line {err.lineno}, column {err.colno}: "
+                         f"{err.msg}); {again}") from None
+    if not isinstance(results, dict):
+        raise ValueError(f"{path}: a JSON {type(results).__name__}, not `hire reconstruct` results; {again}")
+    if results.get("format") != FORMAT or not isinstance(results.get("encoders"), list) or not all(
+            isinstance(e, dict) for e in results["encoders"]) or not isinstance(results.get("data"), dict):
+        raise ValueError(f"{path}: not `hire reconstruct` results (format {results.get('format')!r}, or no "
+                         f"data and encoders); {again}")
+    return results

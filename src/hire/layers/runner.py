@@ -15,10 +15,8 @@ from hire.data.examples import Example
 from hire.layers.deepen import read_deepen_record
 from hire.layers.plan import describe_plan, repeats
 from hire.layers.reconstruct import load_for_reconstruction, reconstruction_counts
-from hire.layers.report import RESULTS, write_report
+from hire.layers.report import FORMAT, RESULTS, write_report
 from hire.probing.sources import resolve_source
-
-FORMAT = "hire-reconstruct/1"
 
 
 @dataclass
@@ -50,7 +48,7 @@ def load_examples(opts: ReconstructOptions) -> tuple[list[Example], dict[str, An
     else:
         spec = get_task(opts.task or "CoLA")
         split = opts.split or spec.dev_splits[0]
-        examples = read_glue_split(spec, split, opts.data_dir)
+        examples = read_glue_split(spec, split, opts.data_dir, option="--data_dir")
         root = Path(opts.data_dir).expanduser() if opts.data_dir else default_glue_dir()
         data = {"name": f"{spec.name} {split}", "task": spec.name, "split": split,
                 "file": str(root / spec.folder / spec.splits[split])}

@@ -1,7 +1,8 @@
 """``hire probe`` and ``hire probe-report``: what every layer of a frozen encoder knows.
 
 Registered in :func:`hire.cli.build_parser`; errors (``ValueError``, ``DataError``, a missing file) go
-through the ``hire`` command's handler: one line naming the option or file at fault, exit status 2.
+through the ``hire`` command's handler: one line naming the option or file at fault, exit status 2. The
+output folders and the encoders are checked before any work, so a bad one costs no probing.
 Heavy imports (scikit-learn, matplotlib) wait until a command runs.
 """
 
@@ -51,6 +52,24 @@ def encoders_and_labels(args: argparse.Namespace) -> tuple[list[str], list[str]]
     return encoders, labels
 
 
+def check_results_dir(output_dir: str, option: str = "--output_dir") -> None:
+    """A folder the command may write its results in, and none of a training run's own files
+    (:func:`hire.runs.check_not_run_file`): checked before any work."""
+    from hire.checks import check_output_folder
+    from hire.runs import check_not_run_file
+
+    check_output_folder(output_dir, option)
+    check_not_run_file(output_dir, option)
+
+
+def check_encoders(encoders: list[str]) -> None:
+    """Every ``--encoder`` loadable (:func:`hire.probing.sources.check_source`), before any work."""
+    from hire.probing.sources import check_source
+
+    for spec in encoders:
+        check_source(spec, "--encoder")
+
+
 def _positive(option: str, value: int | None) -> None:
     if value is not None and value < 1:
         raise ValueError(f"{option}: expected a positive integer, not {value}")
@@ -79,12 +98,15 @@ def options_from_args(args: argparse.Namespace) -> ProbeOptions:
     precision = resolve_mixed_precision(args.mixed_precision)
     if device == "cpu" and precision == "fp16":
         raise ValueError("--mixed_precision fp16: not on CPU (use bf16 or no)")
+    check_results_dir(args.output_dir)
+    cache_dir = str(Path(args.cache_dir or default_cache_dir()).expanduser())
+    check_results_dir(cache_dir, "--cache_dir")
+    check_encoders(encoders)
     columns = [c.strip() for c in args.text_columns.split(",") if c.strip()]
     custom = CustomFiles(args.train_file, args.dev_file, args.test_file, columns, args.label_column, args.regression)
     probe = ProbeSettings(args.folds, _floats("--c_grid", args.c_grid), _floats("--alpha_grid", args.alpha_grid),
                           args.seed)
-    return ProbeOptions(encoders, tasks, args.output_dir, labels,
-                        str(Path(args.cache_dir or default_cache_dir()).expanduser()), args.data_dir,
+    return ProbeOptions(encoders, tasks, args.output_dir, labels, cache_dir, args.data_dir,
                         args.senteval_dir, custom, args.max_length, args.batch_size, precision, args.cache_dtype,
                         device, args.max_train_examples, args.max_eval_examples, probe, args.fit_threads,
                         args.overwrite)
@@ -92,11 +114,10 @@ def options_from_args(args: argparse.Namespace) -> ProbeOptions:
 
 def _cmd_probe(args: argparse.Namespace) -> int:
     from hire.probing.report import write_report
-    from hire.probing.runner import load_results, run_probe
+    from hire.probing.runner import run_probe
 
     if args.report_only:
-        print(write_report(load_results(args.output_dir), args.output_dir))
-        return 0
+        return _cmd_probe_report(args)
     results = run_probe(options_from_args(args))
     print(write_report(results, args.output_dir))
     print(f"results in {args.output_dir}/ (results.json, report.md, poolings.csv, <task>/table-*.csv, layers.png)")
@@ -107,6 +128,8 @@ def _cmd_probe_report(args: argparse.Namespace) -> int:
     from hire.probing.report import write_report
     from hire.probing.runner import load_results
 
+    check_results_dir(args.output_dir, "output_dir" if getattr(args, "command", None) == "probe-report"
+                     else "--output_dir")
     print(write_report(load_results(args.output_dir), args.output_dir))
     return 0
 

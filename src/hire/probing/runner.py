@@ -95,10 +95,7 @@ def _start(options: ProbeOptions, encoders: list[dict[str, Any]]) -> dict[str, A
              "machine": machine(options)}
     if not path.is_file() or options.overwrite:
         return fresh
-    try:
-        old = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err}); pass --overwrite to start again") from err
+    old = read_results(path, "pass --overwrite to write it afresh (cached features are reused)")
     fixed = [{k: v for k, v in config.items() if k not in GROWS} for config in (old.get("config", {}), fresh["config"])]
     weights = {e["label"]: e["fingerprint"] for e in encoders}
     extends = fixed[0] == fixed[1] and set(old.get("config", {}).get("tasks", ())) <= set(options.tasks) and all(
@@ -181,10 +178,44 @@ def run_probe(options: ProbeOptions) -> dict[str, Any]:
 
 
 def load_results(output_dir: str | Path) -> dict[str, Any]:
+    """The results in ``output_dir`` (:func:`read_results`), to draw the report from."""
     path = Path(output_dir) / RESULTS
     if not path.is_file():
-        raise FileNotFoundError(f"{output_dir}: no {RESULTS} (run `hire probe --output_dir {output_dir}` first)")
-    results = json.loads(path.read_text())
+        what = "a folder" if path.is_dir() else "no"
+        raise FileNotFoundError(f"{output_dir}: {what} {RESULTS} (run `hire probe --output_dir {output_dir}` first)")
+    return read_results(path, "run the `hire probe` command that made it again with --overwrite to write it "
+                        "afresh (cached features are reused)")
+
+
+def read_results(path: Path, repair: str) -> dict[str, Any]:
+    """``results.json`` as :func:`run_probe` writes it; ValueError naming the file, what is wrong and ``repair``
+    (what writes it afresh) for a file that is not one: not JSON or cut short, a list, another format, or
+    missing a part the report is drawn from."""
+    try:
+        results = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        problem = "not UTF-8 text"
+    except json.JSONDecodeError as err:
+        problem = f"not valid JSON, cut short or damaged (line {err.lineno}, column {err.colno}: {err.msg})"
+    else:
+        problem = _results_problem(results)
+        if problem is None:
+            return results
+    raise ValueError(f"{path}: {problem}; {repair}")
+
+
+def _results_problem(results: Any) -> str | None:
+    """What makes ``results`` no `hire probe` results record (None: nothing)."""
+    if not isinstance(results, dict):
+        return f"a JSON {type(results).__name__}, not `hire probe` results (an object)"
     if results.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a `hire probe` results file (format {results.get('format')!r})")
-    return results
+        return f"not a `hire probe` results file (format {results.get('format')!r}, not {FORMAT!r})"
+    parts = {"config": dict, "encoders": list, "tasks": dict, "machine": dict}
+    for key, tp in parts.items():
+        if not isinstance(results.get(key), tp):
+            return f"incomplete: its {key} is {'missing' if key not in results else repr(results[key])[:60]}"
+    if not isinstance(results["config"].get("probe"), dict) or not all(
+            isinstance(e, dict) and "label" in e for e in results["encoders"]) or not all(
+            isinstance(t, dict) and isinstance(t.get("results"), dict) for t in results["tasks"].values()):
+        return "incomplete: its config, encoders or tasks lack what `hire probe` writes"
+    return None

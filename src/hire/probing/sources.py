@@ -68,14 +68,31 @@ def _hub_snapshot(name: str) -> Path | None:
         return None
 
 
+def check_source(spec: str, option: str = "--encoder") -> None:
+    """Refuse, before any work, an ``--encoder`` that :func:`resolve_source` could not load: a folder that is
+    neither a model folder nor a run folder with ``best/``, or a name that is no encoder here (the check of
+    ``hire train``, :func:`hire.checks.check_encoder`: an installable encoder not installed is named with
+    the command that installs it; offline, a hub name must be in the cache)."""
+    from hire.checks import check_encoder
+    from hire.config import ConfigError
+
+    path = Path(spec).expanduser()
+    if path.is_dir() and (_is_hire_model(path / "best") or _is_hire_model(path)):
+        return
+    if path.exists() and not (path / "config.json").is_file():
+        raise ConfigError(f"{option} {spec}: not a model folder (no config.json), nor a run folder with best/")
+    check_encoder(spec, option)
+
+
 def resolve_source(spec: str) -> EncoderSource:
     """Interpret ``--encoder``: a run folder (``runs/x``: its ``best/``), a saved model folder
-    (``runs/x/best``), a local encoder folder, ``all-MiniLM-L6-v2``, or a hub name."""
+    (``runs/x/best``), a local encoder folder, ``all-MiniLM-L6-v2``, or a hub name (:func:`check_source`)."""
     path = Path(spec).expanduser()
     if path.is_dir() and _is_hire_model(path / "best"):
         return EncoderSource(spec, "hire-model", str(path / "best"), path / "best")
     if path.is_dir() and _is_hire_model(path):
         return EncoderSource(spec, "hire-model", str(path), path)
+    check_source(spec)
     resolved = Path(resolve_encoder(spec))
     if (resolved / "config.json").is_file():
         return EncoderSource(spec, "pretrained", str(resolved), resolved)

@@ -107,7 +107,7 @@ def load_probe_task(name: str, data_dir: str | None = None, senteval_dir: str | 
         raise DataError(f"--task {name}: not a GLUE task ({', '.join(GLUE_TASKS)}), nor a folder of "
                         f"--senteval_dir {root} ({', '.join(known) or 'none there'}), nor 'custom'") from None
     glue = Path(data_dir).expanduser() if data_dir else default_glue_dir()
-    splits = {s: read_glue_split(spec, s, glue) for s in ("train", *spec.dev_splits)}
+    splits = {s: read_glue_split(spec, s, glue, option="--data_dir") for s in ("train", *spec.dev_splits)}
     files = {s: str(glue / spec.folder / spec.splits[s]) for s in splits}
     labels = list(spec.labels) if spec.labels is not None else None
     return ProbeTask(spec.name, splits, labels, spec.metrics, files)
