@@ -142,8 +142,10 @@ def example_weights(run: Path, split: str, n: int) -> dict[str, Any] | None:
 
 
 def make_record(exp: Experiment, cell: Cell, run: Path) -> dict[str, Any]:
-    final = json.loads((run / "metrics.json").read_text())
-    config = yaml.safe_load((run / "config.yaml").read_text()) or {}
+    from hire.reporting import read_run_metrics
+
+    final = read_run_metrics(run / "metrics.json")  # checked: one line naming a damaged file
+    config = run_config(run) or {}  # collect() only gets here for a config.yaml that matches the cell
     for key in RUNNER_OWNED:
         config.pop(key, None)
     runner = json.loads((run / RUNNER_FILE).read_text()) if (run / RUNNER_FILE).is_file() else {}
