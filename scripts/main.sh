@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: fine-tune HIRE and the last-layer baseline on CoLA (real GLUE data) with the default
-# encoder (all-MiniLM-L6-v2), then print their dev scores side by side. Under 10 minutes on 2 CPU cores.
+# encoder (all-MiniLM-L6-v2), then print their dev scores side by side. Up to about 30 minutes on 2 CPU cores, set-up included.
 # Runs land in runs/main/; a second call resumes unfinished runs and re-prints finished ones.
 set -euo pipefail
 cd "$(dirname "$0")/.."

