@@ -3,6 +3,8 @@ defaults, the forms each type takes, ``--help``, and the round trips the runs an
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 import yaml
@@ -43,10 +45,50 @@ def test_runner_command_lines_parse_back_to_the_same_values() -> None:
 
 
 def test_saved_config_round_trips_through_config(tmp_path) -> None:
+    """Every option comes back, but the one-shot ``overwrite``, which is never saved (issue 43: a saved
+    ``overwrite: true`` let a later ``--config`` replace a finished run)."""
     cfg = unusual()
     cfg.save(tmp_path / "config.yaml")
-    assert parse_options(["--config", str(tmp_path / "config.yaml")]) == cfg
-    assert parse_options(yaml.safe_load((tmp_path / "config.yaml").read_text())) == cfg
+    assert "overwrite" not in yaml.safe_load((tmp_path / "config.yaml").read_text())
+    once = dataclasses.replace(cfg, overwrite=False)
+    assert parse_options(["--config", str(tmp_path / "config.yaml")]) == once
+    assert parse_options(yaml.safe_load((tmp_path / "config.yaml").read_text())) == once
+    assert parse_options(["--config", str(tmp_path / "config.yaml"), "--overwrite"]) == cfg
+
+
+def test_a_config_file_never_overwrites(tmp_path) -> None:
+    """``overwrite: true`` in a ``--config`` file is refused (give --overwrite on the command line); a false one,
+    which older versions saved in every config.yaml, changes nothing."""
+    (tmp_path / "yes.yaml").write_text("overwrite: true\ntrain:\n  lr: 1.0e-4\n")
+    (tmp_path / "no.yaml").write_text("overwrite: false\ntrain:\n  lr: 1.0e-4\n")
+    with pytest.raises(ConfigError, match=r"overwrite: true is not taken from a file.*give --overwrite on the command"):
+        parse_options(["--config", str(tmp_path / "yes.yaml")])
+    assert parse_options(["--config", str(tmp_path / "no.yaml")]) == RunConfig(train=TrainConfig(lr=1e-4))
+    assert parse_options(["--config", str(tmp_path / "no.yaml"), "--overwrite"]).overwrite
+
+
+@pytest.mark.parametrize(("words", "value"), [
+    (["--overwrite"], True), (["--overwrite", "true"], True), (["--overwrite=true"], True),
+    (["--overwrite", "false"], False), (["--overwrite", "--train.lr", "1"], True), ([], False),
+])
+def test_a_yes_no_option_may_stand_alone(words: list[str], value: bool) -> None:
+    """Messages say "add --overwrite": the bare flag works (issue 43), as do the forms with a value."""
+    assert parse_options(words).overwrite is value
+    flag = [word.replace("--overwrite", "--data.regression") for word in words]  # every yes/no option alike
+    assert parse_options(flag).data.regression is value
+
+
+@pytest.mark.parametrize(("text", "line"), [
+    ("train:\n  lr: 1.0e-4\n  lr: 2.0e-4\n", "line 3: the key 'lr' is given twice (first on line 2)"),
+    ("output_dir: a\ntrain: {}\noutput_dir: b\n", "line 3: the key 'output_dir' is given twice (first on line 1)"),
+    ("train:\n  lr: 1.0e-4\ntrain:\n  seed: 3\n", "line 3: the key 'train' is given twice (first on line 1)"),
+])
+def test_a_key_given_twice_in_a_config_file_is_refused(tmp_path, text: str, line: str) -> None:
+    """YAML loaders keep the last value silently: a setting given twice is an error naming the file and lines."""
+    (tmp_path / "twice.yaml").write_text(text)
+    with pytest.raises(ConfigError) as err:
+        parse_options(["--config", str(tmp_path / "twice.yaml")])
+    assert str(err.value) == f"--config {tmp_path / 'twice.yaml'}: {line}; keep one"
 
 
 def test_the_command_line_overrides_the_file_wherever_config_stands(tmp_path) -> None:
@@ -136,3 +178,14 @@ def test_bf16_on_a_cpu_without_bf16_units_warns(monkeypatch: pytest.MonkeyPatch,
     messages = [str(w.message) for w in recwarn if issubclass(w.category, RuntimeWarning)]
     assert bool(messages) == warns, messages
     assert not warns or ("emulates bf16" in messages[0] and "'auto' picks fp32" in messages[0])
+
+
+@pytest.mark.parametrize("option", ["--mixed_precision", "--train.mixed_precision"])
+def test_fp16_without_a_gpu_is_refused(monkeypatch: pytest.MonkeyPatch, option: str) -> None:
+    """Accelerate runs fp16 on a CPU in fp32, and the run would record fp16 (issue 43): an error naming the option
+    that asked for it, which says what works on a CPU."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ConfigError) as err:
+        runs.resolve_mixed_precision("fp16", option)
+    assert str(err.value) == f"{option} fp16: needs a CUDA GPU, and there is none here; on a CPU use bf16, no or auto"
+    assert runs.resolve_mixed_precision("no", option) == "no"

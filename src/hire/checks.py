@@ -7,8 +7,10 @@ Each raises :class:`~hire.config.ConfigError` with a message that starts with th
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,23 +29,63 @@ def check_text_columns(columns: list[str], label_column: str | None, option: str
         raise ConfigError(f"{option}: {label_column!r} is also {label_option}; the model would read the answer")
 
 
+def path_kind(path: str | Path) -> str | None:
+    """What is at ``path``, in words for a message: ``"a file"``, ``"a folder"``, ``"a device"``, ``"a FIFO (named
+    pipe)"``, ``"a socket"``, ``"a symbolic link loop"``, ``"a symbolic link to X, which does not exist"``, ...;
+    None where nothing is there. Symbolic links are followed; a loop is told apart from a missing path (where
+    ``Path.exists`` says False for both, and ``Path.resolve`` raises)."""
+    path = Path(path).expanduser()
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return "a symbolic link loop" if os.path.islink(path) else "a path through a symbolic link loop"
+        if os.path.islink(path):
+            return f"a symbolic link to {os.readlink(path)}, which does not exist"
+        if err.errno in (errno.ENOENT, errno.ENOTDIR, errno.ENAMETOOLONG):
+            return None
+        return f"a path that cannot be read ({err.strerror or err})"
+    if stat.S_ISREG(mode):
+        return "a file"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a file"
+
+
+_UNUSABLE = ("a symbolic link", "a path through", "a path that")  # what no command can read or write through
+
+
+def real_path(path: str | Path) -> str:
+    """``path`` with symbolic links, ``..`` and ``~`` resolved, as far as they resolve: ``os.path.realpath``, which
+    (unlike ``Path.resolve`` in Python 3.11) returns a symbolic link loop as it is instead of raising."""
+    return os.path.realpath(Path(path).expanduser())
+
+
 def check_input_file(path: str | Path, option: str) -> Path:
-    """An existing file (not a folder)."""
+    """An existing regular file: not a folder, a device (``/dev/null``), a FIFO or a symbolic link loop, each
+    named as what it is."""
     file = Path(path).expanduser()
-    if not file.exists():
+    kind = path_kind(file)
+    if kind is None:
         raise ConfigError(f"{option} {path}: no such file")
-    if not file.is_file():
-        raise ConfigError(f"{option} {path}: a folder, not a file")
+    if kind != "a file":
+        raise ConfigError(f"{option} {path}: {kind}, not a file")
     return file
 
 
 def _check_writable(target: Path, option: str, given: str | Path) -> None:
     """The nearest existing path at or above ``target`` is a folder this process may write in."""
     existing = target.absolute()
-    while not existing.exists():
+    while (kind := path_kind(existing)) is None and existing != existing.parent:
         existing = existing.parent
-    if not existing.is_dir():
-        raise ConfigError(f"{option} {given}: {existing} is a file, not a folder")
+    if kind != "a folder":
+        raise ConfigError(f"{option} {given}: {existing} is {kind or 'missing'}, not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise ConfigError(f"{option} {given}: cannot write in {existing} (permission denied)")
 
@@ -53,18 +95,22 @@ def check_output_folder(path: str | Path, option: str) -> None:
     folder = Path(path).expanduser()
     if not str(path).strip():
         raise ConfigError(f"{option}: the path is empty")
-    if folder.exists() and not folder.is_dir():
-        raise ConfigError(f"{option} {path}: a file, not a folder")
+    kind = path_kind(folder)
+    if kind is not None and kind != "a folder":
+        raise ConfigError(f"{option} {path}: {kind}, not a folder")
     _check_writable(folder, option, path)
 
 
 def check_output_file(path: str | Path, option: str, inputs: Mapping[str, str | Path] | None = None) -> Path:
     """A file the command may write, and none of its ``inputs`` (option -> path): it would be replaced."""
     file = Path(path).expanduser()
-    if file.is_dir():
+    kind = path_kind(file)
+    if kind == "a folder":
         raise ConfigError(f"{option} {path}: a folder; give a file name")
+    if kind is not None and kind.startswith(_UNUSABLE):
+        raise ConfigError(f"{option} {path}: {kind}")
     for input_option, input_path in (inputs or {}).items():
-        if file.resolve() == Path(input_path).expanduser().resolve():
+        if real_path(file) == real_path(input_path):
             raise ConfigError(f"{option} {path}: the same file as {input_option}, which it would replace; "
                               "choose another path")
     if file.exists() and not os.access(file, os.W_OK):
@@ -76,8 +122,11 @@ def check_output_file(path: str | Path, option: str, inputs: Mapping[str, str | 
 def check_saved_model(path: str | Path, option: str) -> Path:
     """A folder written by ``HireModel.save_pretrained``."""
     folder = Path(path).expanduser()
-    if not folder.exists():
+    kind = path_kind(folder)
+    if kind is None:
         raise ConfigError(f"{option} {path}: no such folder")
+    if kind.startswith(_UNUSABLE):
+        raise ConfigError(f"{option} {path}: {kind}")
     if not (folder / "config.json").is_file():
         hint = f"; its best model is {Path(path) / 'best'}" if (folder / "best" / "config.json").is_file() else ""
         raise ConfigError(f"{option} {path}: not a saved hire model (no config.json){hint}")
@@ -91,7 +140,10 @@ def check_encoder(name: str, option: str) -> None:
     """A local model folder, a short name (the default encoder's, or one installed by ``hire install-encoder``),
     or a hub name (already cached when offline)."""
     path = Path(name).expanduser()
-    if path.exists():
+    kind = path_kind(path)
+    if kind is not None and kind.startswith(_UNUSABLE):
+        raise ConfigError(f"{option} {name}: {kind}")
+    if kind is not None:
         if not (path / "config.json").is_file():
             raise ConfigError(f"{option} {name}: not a Hugging Face model folder (no config.json)")
         return
@@ -133,6 +185,19 @@ def check_head(head: str, options: dict[str, Any]) -> None:
         rule = HEAD_OPTION_RANGES.get(key)
         if rule is not None and value is not None and not rule[1](value):
             raise ConfigError(f"--model.head_options: {key} must be {rule[0]}, not {value!r}")
+
+
+def head_option_defaults(head: str) -> dict[str, Any]:
+    """The value each option of ``head`` takes when it is not given (its factory's default)."""
+    import inspect
+
+    from hire.heads import head_options
+    from hire.heads.base import _lookup
+
+    registered = _lookup(head)
+    parameters = inspect.signature(registered.factory).parameters
+    return {name: registered.preset.get(name, parameters[name].default) for name in head_options(head)
+            if name in parameters and parameters[name].default is not inspect.Parameter.empty}
 
 
 @contextmanager

@@ -17,7 +17,8 @@ import errno
 import json
 import os
 import sys
-from typing import NoReturn
+import warnings
+from typing import Any, NoReturn
 
 from hire.config import RunConfig, did_you_mean
 
@@ -32,7 +33,13 @@ def resolve_run_config(options: list[str]) -> RunConfig:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    cfg = resolve_run_config(args.options)  # every option checked before torch is even imported
+    from hire.options import config_text, take_print_config
+
+    options, printing = take_print_config(args.options)
+    cfg = resolve_run_config(options)  # every option checked before torch is even imported
+    if printing is not None:  # --print_config: what would run, once it is known to be valid
+        print(config_text(cfg, printing), end="")
+        return 0
     from hire.training import train
 
     final = train(cfg)
@@ -85,6 +92,7 @@ _OS_REASONS = {
     errno.EISDIR: "a folder, not a file",
     errno.ENOTDIR: "a part of the path is a file, not a folder",
     errno.ENOENT: "no such file or folder",
+    errno.ELOOP: "a symbolic link loop",
 }
 
 
@@ -97,8 +105,25 @@ def describe_os_error(err: OSError) -> str:
     return f"{paths}: {reason}" if paths else reason
 
 
+def _one_line_warnings(command: str) -> Any:
+    """Show hire's own warnings as one line, ``hire train: warning: ...`` (others as Python shows them); returns
+    the formatter it replaces."""
+    previous = warnings.formatwarning
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+    def formatwarning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                      line: str | None = None) -> str:
+        if str(filename).startswith(package):
+            return f"{command}: warning: {' '.join(str(message).split())}\n"
+        return previous(message, category, filename, lineno, line)
+
+    warnings.formatwarning = formatwarning  # type: ignore[assignment]
+    return previous
+
+
 def main(argv: list[str] | None = None) -> int:
     command = "hire"
+    formatwarning = warnings.formatwarning
     try:
         from hire.runtime import bound_kernel_cache, keep_freed_memory
 
@@ -107,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         parser = build_parser()
         args, unknown = parser.parse_known_args(argv)
         command = f"hire {args.command}"
+        _one_line_warnings(command)
         if unknown:
             parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
         return args.func(args)
@@ -116,15 +142,25 @@ def main(argv: list[str] | None = None) -> int:
         resume = "; run the same command again to resume from the last checkpoint" if command == "hire train" else ""
         print(f"{command}: interrupted{resume}", file=sys.stderr)
         return 130
-    except (OSError, ValueError) as err:  # ConfigError and DataError are ValueErrors
-        if os.environ.get("HIRE_DEBUG"):
+    except (OSError, ValueError, RuntimeError) as err:  # ConfigError and DataError are ValueErrors
+        # A RuntimeError is a user's fault only where pathlib (Python < 3.13) reports a symbolic link loop so.
+        if os.environ.get("HIRE_DEBUG") or (isinstance(err, RuntimeError) and not _symlink_loop(err)):
             raise
-        message = describe_os_error(err) if isinstance(err, OSError) else str(err)
+        if isinstance(err, RuntimeError):
+            message = f"{str(err).partition(' from ')[2].strip(chr(39))}: a symbolic link loop"
+        else:
+            message = describe_os_error(err) if isinstance(err, OSError) else str(err)
         print(f"{command}: error: {' '.join(line.strip() for line in message.splitlines() if line.strip())}",
               file=sys.stderr)
         return 2
     finally:
+        warnings.formatwarning = formatwarning
         leave_process_group()
+
+
+def _symlink_loop(err: RuntimeError) -> bool:
+    """Whether ``err`` is ``Path.resolve``'s report of a symbolic link loop (Python 3.11, 3.12)."""
+    return type(err) is RuntimeError and str(err).startswith("Symlink loop from ")
 
 
 def leave_process_group() -> None:

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import filecmp
 import math
+import os
 import types
 import typing
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,7 +69,7 @@ class DataConfig:
 
     def validate(self) -> None:
         """The task and the files it names; a GLUE task takes none of the custom task's options."""
-        from hire.checks import check_input_file, check_text_columns
+        from hire.checks import check_input_file, check_text_columns, path_kind
         from hire.data.examples import DataError
         from hire.data.glue import get_task
 
@@ -79,8 +82,10 @@ class DataConfig:
             for name in ("train_file", "dev_file", "test_file", "text_columns", "label_column", "regression"):
                 if getattr(self, name) != getattr(defaults, name):
                     raise ConfigError(f"--data.{name}: only for --data.task custom ({self.task} has its own files)")
-            if self.data_dir is not None and not Path(self.data_dir).expanduser().is_dir():
-                raise ConfigError(f"--data.data_dir {self.data_dir}: no such folder")
+            kind = None if self.data_dir is None else path_kind(self.data_dir)
+            if self.data_dir is not None and kind != "a folder":
+                what = f"{kind}, not a folder" if kind else "no such folder"
+                raise ConfigError(f"--data.data_dir {self.data_dir}: {what}")
             return
         if not self.train_file:
             raise ConfigError("--data.train_file: --data.task custom needs a training file")
@@ -90,6 +95,10 @@ class DataConfig:
             if getattr(self, name) is not None:
                 check_input_file(getattr(self, name), f"--data.{name}")
         check_text_columns(self.text_columns, self.label_column, "--data.text_columns", "--data.label_column")
+        if _same_content(self.train_file, self.dev_file):
+            warnings.warn(f"--data.dev_file {self.dev_file} holds the same rows as --data.train_file "
+                          f"{self.train_file}: the best model is picked, and scored, on its own training data",
+                          RuntimeWarning, stacklevel=2)
 
 
 @dataclass
@@ -103,15 +112,60 @@ class ModelArgs:
     freeze_encoder: bool = _f(False, "feature-based use: train only the head and output layer on the encoder's "
                               "fixed hidden states (no gradient into the encoder, no dropout in it)")
 
-    def validate(self) -> None:
-        """The encoder (or the model to start from) exists; the head takes the options given."""
+    def validate(self, given: Iterable[str] | None = None) -> None:
+        """The encoder (or the model to start from) exists; the head takes the options given. With
+        ``init_from``, the options the loaded model fixes take its values (:meth:`take_from_loaded_model`)."""
         from hire.checks import check_encoder, check_head, check_saved_model
 
         if self.init_from is not None:
             check_saved_model(self.init_from, "--model.init_from")
+            self.take_from_loaded_model(given)
         else:
             check_encoder(self.encoder, "--model.encoder")
-        check_head(self.head, self.head_options)
+            check_head(self.head, self.head_options)
+
+    def take_from_loaded_model(self, given: Iterable[str] | None = None) -> None:
+        """Starting from a saved model (``init_from``), its encoder, head, head options and classifier dropout
+        are what trains: the model fixes them. An option left out means "as the loaded model" and takes the
+        model's value, so that the run's ``config.yaml`` records what really ran; an option given with another
+        value than the model's would be silently ignored, and is an error naming both values.
+
+        ``given``: the names of the options that were given (``encoder``, ``head`` ...: the command line and its
+        ``--config`` file, :func:`hire.options.parse_options` records them); where it is None (a configuration
+        built in Python), an option counts as given when its value is not the default."""
+        from hire.checks import check_head, head_option_defaults, real_path
+        from hire.heads import head_options as options_of
+        from hire.saved_model import saved_model_config
+
+        assert self.init_from is not None
+        saved, default = saved_model_config(self.init_from, "--model.init_from"), ModelArgs()
+        names = set(given) if given is not None else {
+            f.name for f in dataclasses.fields(self) if getattr(self, f.name) != getattr(default, f.name)}
+        where = f"--model.init_from {self.init_from}"
+        head = str(saved.get("head") or default.head)
+        if "head" in names and self.head != head:
+            raise ConfigError(f"--model.head {self.head}: {where} has head {head!r}, which it keeps; leave "
+                              f"--model.head out, or train a new {self.head} head from an encoder (--model.encoder "
+                              "without --model.init_from)")
+        check_head(head, self.head_options)
+        theirs = {k: v for k, v in dict(saved.get("head_options") or {}).items() if k in options_of(head)}
+        defaults = head_option_defaults(head)
+        for key, value in self.head_options.items() if "head_options" in names else ():
+            if value != theirs.get(key, defaults.get(key)):
+                raise ConfigError(f"--model.head_options: {key}={value}, but {where} has {key}="
+                                  f"{theirs.get(key, defaults.get(key))} (its {head} head is fixed); leave "
+                                  f"--model.head_options out, or give its values")
+        encoder = str(saved.get("encoder") or "")
+        if "encoder" in names and self.encoder != encoder and (
+                not encoder or real_path(self.encoder) != real_path(encoder)):
+            raise ConfigError(f"--model.encoder {self.encoder}: {where} was fine-tuned from encoder "
+                              f"{encoder or '(not recorded)'}, which it keeps; leave --model.encoder out")
+        dropout = saved.get("classifier_dropout", default.classifier_dropout)
+        if "classifier_dropout" in names and self.classifier_dropout != dropout:
+            raise ConfigError(f"--model.classifier_dropout {self.classifier_dropout}: {where} has classifier "
+                              f"dropout {dropout}, which it keeps; leave --model.classifier_dropout out")
+        self.head, self.head_options, self.classifier_dropout = head, theirs, dropout
+        self.encoder = encoder or self.encoder
 
 
 @dataclass
@@ -142,15 +196,26 @@ class TrainConfig:
 @dataclass
 class RunConfig:
     output_dir: str = _f("runs/run", "run folder: configuration, metrics, best model, predictions, logs")
-    overwrite: bool = _f(False, "replace a finished or foreign run already in --output_dir")
+    overwrite: bool = _f(False, "replace a finished run, or one of another configuration, already in --output_dir "
+                         "(on the command line only: --overwrite, or --overwrite true)")
     predict_test: bool = _f(True, "after training, also predict the task's unlabelled test splits and write its GLUE "
                             "submission files (later: `hire evaluate --model RUN/best --task T --split test`)")
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelArgs = field(default_factory=ModelArgs)
     train: TrainConfig = field(default_factory=TrainConfig)
 
+    # The dotted names of the options that were given (not left at their defaults), where known: set by
+    # hire.options.parse_options; None for a configuration built in Python. Not an option, not saved.
+    given: frozenset[str] | None = field(default=None, repr=False, compare=False, metadata={"internal": True})
+
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The configuration as it is saved (``config.yaml``, a model card's recipe, ``--print_config``): every
+        option but the one-shot actions (``ONE_SHOT``), which act on this command alone and must never come
+        back from a file (a saved ``overwrite: true`` would let a later ``--config`` replace a finished run)."""
+        values = dataclasses.asdict(self)
+        for name in (*ONE_SHOT, "given"):
+            values.pop(name, None)
+        return values
 
     def save(self, path: Path) -> None:
         path.write_text(yaml.safe_dump(self.to_dict(), sort_keys=False))
@@ -161,7 +226,7 @@ class RunConfig:
         Types and ranges (each field's ``ok``) first, then the task and its files, the output folder, the encoder and
         the head (which imports the heads, and with them torch).
         """
-        from hire.checks import check_output_folder
+        from hire.checks import check_output_folder, real_path
 
         for name, tp, f in option_fields(RunConfig):
             value, rule = self.get(name), f.metadata["ok"]
@@ -173,13 +238,14 @@ class RunConfig:
                 raise ConfigError(f"--{name}: must be {rule[0]}, not {value!r}")
         self.data.validate()
         check_output_folder(self.output_dir, "--output_dir")
-        out = Path(self.output_dir).expanduser().resolve()
+        out = Path(real_path(self.output_dir))
         for option, value in (("--model.init_from", self.model.init_from), ("--model.encoder", self.model.encoder)):
             path = Path(value).expanduser() if value else None
-            if path is not None and path.exists() and path.resolve().is_relative_to(out):
+            if path is not None and path.exists() and Path(real_path(path)).is_relative_to(out):
                 raise ConfigError(f"{option} {value}: inside --output_dir {self.output_dir}, whose contents the "
                                   "run replaces; choose another --output_dir")
-        self.model.validate()
+        given = None if self.given is None else [n.partition(".")[2] for n in self.given if n.startswith("model.")]
+        self.model.validate(given)
 
     def get(self, name: str) -> Any:
         """An option's value by its dotted name (``train.lr``)."""
@@ -187,6 +253,19 @@ class RunConfig:
         for part in name.split("."):
             value = getattr(value, part)
         return value
+
+
+ONE_SHOT = ("overwrite",)  # options that act on one command and are never saved (RunConfig.to_dict)
+
+
+def _same_content(a: str | None, b: str | None) -> bool:
+    """Whether files ``a`` and ``b`` are one file, or hold the same bytes."""
+    if not a or not b:
+        return False
+    try:
+        return os.path.samefile(a, b) or filecmp.cmp(a, b, shallow=False)
+    except OSError:
+        return False
 
 
 # Ranges of head options, whichever head takes them (the heads check the rest when they are built).
@@ -202,6 +281,8 @@ def option_fields(cls: type, prefix: str = "") -> list[tuple[str, Any, dataclass
     """``(dotted name, type, field)`` of every option of dataclass ``cls``, sections flattened."""
     hints, out = get_type_hints(cls), []
     for f in dataclasses.fields(cls):
+        if f.metadata.get("internal"):
+            continue
         if dataclasses.is_dataclass(hints[f.name]):
             out += option_fields(hints[f.name], f"{prefix}{f.name}.")
         else:

@@ -9,8 +9,12 @@ jsonargparse merges the YAML file under the command line, converts every value t
 small: the command line overrides the file wherever ``--config`` stands (jsonargparse goes by position);
 ``none`` reads as null (``hire.experiments.runner.cli_value`` writes it); a list may be one comma-separated
 word (``--data.text_columns sentence1,sentence2``) and a mapping ``key=value`` pairs
-(``--model.head_options fusion_layers=1``) besides JSON or YAML; a ``--config`` file is checked first, so
-that a missing file, bad YAML or an unknown key is one line naming the file (and the line).
+(``--model.head_options fusion_layers=1``) besides JSON or YAML; a yes/no option may stand alone
+(``--overwrite``, as ``--overwrite true``); a ``--config`` file is checked first, so that a missing file, bad
+YAML, a key given twice or an unknown key is one line naming the file (and the line), and it may not set a
+one-shot action (``overwrite: true``: only the command line does). :func:`parse_options` records which options
+were given (``RunConfig.given``): starting from a saved model, an option left out takes the model's value.
+``--print_config`` prints the configuration only once it is validated (:func:`take_print_config`).
 
 Errors are :class:`~hire.config.ConfigError` of one line that starts with the option or file at fault
 (``--train.lr: expected a number, not 'abc'``). The project's own rules (ranges, files, encoder, head) are
@@ -23,14 +27,14 @@ import argparse
 import dataclasses
 import functools
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 import yaml
 from jsonargparse import ActionConfigFile, ArgumentParser, get_loader, set_loader
 
-from hire.config import ConfigError, RunConfig, describe_type, did_you_mean, option_fields
+from hire.config import ONE_SHOT, ConfigError, RunConfig, describe_type, did_you_mean, option_fields
 
 SECTIONS = ("data", "model", "train")
 _yaml = get_loader("yaml")  # jsonargparse's YAML: 1e-4 is a number, as in YAML 1.2
@@ -111,16 +115,21 @@ class _ConfigFile(ActionConfigFile):
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
     """The options of a ``--config`` file: a UTF-8 YAML mapping, its sections mappings too (or empty)."""
+    from hire.checks import path_kind
+
     path = Path(path)
     where = f"--config {path}"
-    if path.is_dir():
-        raise ConfigError(f"{where}: a folder, not a YAML file")
-    if not path.is_file():
-        raise ConfigError(f"{where}: no such file")
+    kind = path_kind(path)
+    if kind != "a file":
+        raise ConfigError(f"{where}: {f'{kind}, not a YAML file' if kind else 'no such file'}")
     values = read_yaml(path, where, _load)
     if not isinstance(values, dict | type(None)):
         raise ConfigError(f"{where}: expected a mapping of options at the top level")
     values = _sections(values or {}, f"{where}: ")
+    for name in ONE_SHOT:  # an action on one command, never taken from a file (a false one, saved by older
+        if values.pop(name, None):  # versions in config.yaml, changes nothing and is dropped)
+            raise ConfigError(f"{where}: {name}: true is not taken from a file (it would act on every command "
+                              f"that reads the file); give --{name} on the command line")
     names = [name for name, _, _ in option_fields(RunConfig)]
     for name in by_name(values):  # here, not after the merge, where jsonargparse no longer knows the file
         if name not in names:
@@ -183,8 +192,10 @@ def run_parser() -> ArgumentParser:
     for name, tp, f in option_fields(RunConfig):
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
         section = name.partition(".")[0] if "." in name else "run"
+        # A yes/no option may stand alone (--overwrite), as well as take its value (--overwrite true).
+        flag = {"nargs": "?", "const": True} if tp is bool else {}
         groups[section].add_argument(f"--{name}", type=_FORMS.get(get_origin(tp), tp), default=default,
-                                     help=f.metadata["help"])
+                                     help=f.metadata["help"], **flag)
     return parser
 
 
@@ -201,7 +212,73 @@ def parse_options(options: Sequence[str] | Mapping[str, Any]) -> RunConfig:
         raise ConfigError(_one_line(str(err))) from None
     values = namespace.as_dict()
     values.pop("config", None)
-    return _build(RunConfig, values)
+    cfg = _build(RunConfig, values)
+    cfg.given = frozenset(_given(options))
+    return cfg
+
+
+def _given(options: Sequence[str] | Mapping[str, Any]) -> set[str]:
+    """The dotted names of the options that ``options`` sets (on the command line or in a ``--config`` file), as
+    against those left at their defaults."""
+    if isinstance(options, Mapping):
+        return set(by_name(_sections(options)))
+    words, names = list(options), set()
+    for i, word in enumerate(words):
+        if word == "--config" and i + 1 < len(words):
+            names |= set(by_name(read_config_file(words[i + 1])))
+        elif word.startswith("--config="):
+            names |= set(by_name(read_config_file(word.partition("=")[2])))
+        elif word.startswith("--") and word != "--config":
+            names.add(word[2:].partition("=")[0])
+    return names
+
+
+PRINT_FLAGS = ("skip_default", "skip_unset")  # those jsonargparse's --print_config documents in --help
+
+
+def take_print_config(argv: Sequence[str]) -> tuple[list[str], set[str] | None]:
+    """``argv`` without ``--print_config`` (alone, ``=FLAGS`` or followed by FLAGS, comma-separated from
+    ``PRINT_FLAGS``), and its flags (None where it is not asked for). The command prints the configuration only
+    once it is parsed and validated: an invalid one is an error, never printed as if it would run."""
+    words, flags = list(argv), None
+    rest: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "--print_config" or word.startswith("--print_config="):
+            given = word.partition("=")[2]
+            if not given and i + 1 < len(words) and words[i + 1] and not words[i + 1].startswith("-") \
+                    and set(words[i + 1].split(",")) <= set(PRINT_FLAGS):
+                given, i = words[i + 1], i + 1
+            names = {f.strip() for f in given.split(",") if f.strip()}
+            unknown = sorted(names - set(PRINT_FLAGS))
+            if unknown:
+                raise ConfigError(f"--print_config: unknown flag {', '.join(map(repr, unknown))}; give "
+                                  f"--print_config alone, or --print_config={','.join(PRINT_FLAGS)} (either or both)")
+            flags = (flags or set()) | names
+        else:
+            rest.append(word)
+        i += 1
+    return rest, flags
+
+
+def config_text(cfg: RunConfig, flags: Collection[str] = ()) -> str:
+    """``cfg`` as YAML, as a run saves it (``config.yaml``: no one-shot actions), for ``--print_config``:
+    ``skip_default`` leaves out the options at their default value, ``skip_unset`` those not given (where
+    :func:`parse_options` recorded them)."""
+    default, given = RunConfig(), cfg.given
+
+    def kept(name: str) -> bool:
+        if "skip_default" in flags and cfg.get(name) == default.get(name):
+            return False
+        return not ("skip_unset" in flags and given is not None and name not in given)
+
+    values: dict[str, Any] = {}
+    for name, _, _ in option_fields(RunConfig):
+        if name not in ONE_SHOT and kept(name):
+            section, _, key = name.rpartition(".")
+            (values.setdefault(section, {}) if section else values)[key] = cfg.get(name)
+    return yaml.safe_dump(values, sort_keys=False)
 
 
 def by_name(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -253,4 +330,5 @@ def _one_line(message: str) -> str:
     return " ".join(message.split())
 
 
-__all__ = ["by_name", "comma_list", "mapping", "parse_options", "read_config_file", "read_yaml", "run_parser"]
+__all__ = ["by_name", "comma_list", "config_text", "mapping", "parse_options", "read_config_file", "read_yaml",
+           "run_parser", "take_print_config"]

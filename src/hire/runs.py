@@ -16,8 +16,9 @@ A folder is a run only if it carries the marker: a folder of the user's that hap
 ``config.yaml`` or a ``metrics.json`` is not one. A folder that holds another run (a different
 configuration, or a finished one) is never overwritten unless ``--overwrite`` is given, and a folder that
 holds something other than a run is never touched, ``--overwrite`` or not; an unfinished run with the same
-configuration resumes. No command writes over a run's own files but ``hire train`` in its own folder
-(:func:`check_not_run_file`).
+configuration resumes, however its folder is named (relatively, with a trailing slash, or after a move: the
+folder's own location never counts, and paths count as what they resolve to, :func:`config_differences`).
+No command writes over a run's own files but ``hire train`` in its own folder (:func:`check_not_run_file`).
 
 Crash safety. Every file is written to a temporary name and renamed into place, and a checkpoint is one
 folder made complete before it replaces the previous one (``trainer_state.json`` is its last file).
@@ -92,17 +93,22 @@ class RunState:
 @contextmanager
 def replacing(path: Path) -> Iterator[Path]:
     """Yield a temporary name beside ``path`` to write; on success it replaces ``path`` in one rename, so a
-    reader (or a crash) sees the old file or the new one, never half of one. On failure it is removed.
+    reader (or a crash) sees the old file or the new one, never half of one. On failure it is removed, and an
+    OSError that names no file (a full disk) names ``path``.
     A path that exists but is no regular file (``/dev/stdout``, a pipe) is written in place."""
+    from hire.checks import writing
+
     if path.exists() and not path.is_file():
-        yield path
+        with writing(path):
+            yield path
         return
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        yield tmp
-        with tmp.open("rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        with writing(path):
+            yield tmp
+            with tmp.open("rb+") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -304,19 +310,50 @@ def folder_in_use(out: Path) -> bool:
 
 
 # -- deciding what to do with a folder ---------------------------------------------------------------
-def config_changes(saved: Path, cfg: RunConfig) -> list[str]:
-    """The options in which the run saved in ``saved`` (its ``config.yaml``) differs from ``cfg``; every option
-    where the file does not read as a configuration. ``--overwrite`` and ``--predict_test`` do not count: they
-    change what happens to the folder or after training, not the run."""
+# Options that name files or folders: compared as the paths they resolve to (``runs/x`` and ``./runs/x/`` are one).
+PATH_OPTIONS = ("data.data_dir", "data.train_file", "data.dev_file", "data.test_file", "model.encoder",
+                "model.init_from")
+# Options that never make a run another one: they say where the run is (``output_dir``: the folder may be
+# given relatively, with a trailing slash, or moved), or what happens to the folder or after training.
+NOT_THE_RUN = ("output_dir", "overwrite", "predict_test")
+
+
+def _comparable(name: str, value: Any) -> Any:
+    """An option's value as two runs are compared: a path resolved (a hub name, which names no local path, as it
+    is), anything else as it is."""
+    if name in PATH_OPTIONS and isinstance(value, str) and value:
+        from hire.checks import path_kind, real_path
+
+        if name != "model.encoder" or path_kind(value) is not None:
+            return real_path(value)
+    return value
+
+
+def config_differences(saved: Path, cfg: RunConfig) -> dict[str, tuple[Any, Any]]:
+    """The options in which the run saved in ``saved`` (its ``config.yaml``) differs from ``cfg``, each with the
+    saved value and ``cfg``'s; every option (saved value None) where the file does not read as a configuration.
+    ``NOT_THE_RUN`` do not count; paths count as what they resolve to (:func:`_comparable`)."""
     from hire.options import parse_options  # jsonargparse, only where a run folder is prepared
 
-    names = [name for name, _, _ in option_fields(RunConfig) if name not in ("overwrite", "predict_test")]
+    names = [name for name, _, _ in option_fields(RunConfig) if name not in NOT_THE_RUN]
     try:
         values = yaml.safe_load(saved.read_text())
         old = parse_options(values or {}) if isinstance(values, dict | type(None)) else None
     except (yaml.YAMLError, ConfigError):
         old = None
-    return [name for name in names if old is None or old.get(name) != cfg.get(name)]
+    return {name: (None if old is None else old.get(name), cfg.get(name)) for name in names
+            if old is None or _comparable(name, old.get(name)) != _comparable(name, cfg.get(name))}
+
+
+def config_changes(saved: Path, cfg: RunConfig) -> list[str]:
+    """The names of :func:`config_differences`."""
+    return list(config_differences(saved, cfg))
+
+
+def _differences_text(differences: dict[str, tuple[Any, Any]]) -> str:
+    shown = [f"{name} (the run's {old!r}, now {new!r})" for name, (old, new) in list(differences.items())[:3]]
+    more = len(differences) - len(shown)
+    return "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
 
 
 def check_output_dir(out: Path) -> None:
@@ -343,17 +380,18 @@ def prepare_run_dir(out: Path, cfg: RunConfig) -> RunState:
         mark_run_folder(out)  # an empty folder (check_output_dir): the marker first, then the run's files
     elif saved.is_file():
         recover(out)
-        changed = config_changes(saved, cfg)
+        changed = config_differences(saved, cfg)
         checkpoint = out / CHECKPOINT / COMPLETE
         has_results = checkpoint.is_file() or (out / "best").exists() or (out / "metrics.json").exists()
         if cfg.overwrite:
             pass  # replace the run: its files go below
         elif changed and has_results:
-            raise ConfigError(f"--output_dir {out} holds a run with another configuration (differs in: "
-                              f"{', '.join(changed)}); choose another folder or pass --overwrite")
+            raise ConfigError(f"--output_dir {out} holds a run with another configuration (differs in "
+                              f"{_differences_text(changed)}); choose another folder, or add --overwrite to delete "
+                              "that run (its checkpoint and results) and start this one")
         elif run_finished(out):
             raise ConfigError(f"--output_dir {out} holds a finished run (see its metrics.json); "
-                              "pass --overwrite to run it again")
+                              "add --overwrite to delete it and run again")
         elif not changed and checkpoint.is_file():
             resumed = RunState.from_dict(json.loads(checkpoint.read_text()))
             truncate_metrics(out / "metrics.jsonl", resumed.step)
@@ -383,14 +421,18 @@ def cpu_has_fast_bf16() -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
-def resolve_mixed_precision(choice: str) -> str:
+def resolve_mixed_precision(choice: str, option: str = "--mixed_precision") -> str:
     """``auto`` -> bf16 on GPUs and CPUs with fast bf16, fp16 on older GPUs, else no.
 
-    An explicit ``bf16`` on a Linux CPU without bf16 units warns: torch emulates it there, and a HIRE training
-    step on MiniLM took 30 times as long as in fp32 on an AVX2-only AMD EPYC (benchmarks/results/cpu-2core-avx2).
+    ``fp16`` needs a CUDA GPU: without one, Accelerate would run in fp32 while the run records fp16, so it is a
+    :class:`ConfigError` naming ``option`` (the option that gave ``choice``). An explicit ``bf16`` on a Linux CPU
+    without bf16 units warns: torch emulates it there, and a HIRE training step on MiniLM took 30 times as long
+    as in fp32 on an AVX2-only AMD EPYC (benchmarks/results/cpu-2core-avx2).
     """
     import torch
 
+    if choice == "fp16" and not torch.cuda.is_available():
+        raise ConfigError(f"{option} fp16: needs a CUDA GPU, and there is none here; on a CPU use bf16, no or auto")
     if choice == "bf16" and not torch.cuda.is_available() and cpuinfo() is not None and not cpu_has_fast_bf16():
         warnings.warn("mixed precision bf16 on a CPU without bf16 units (neither avx512_bf16 nor amx_bf16 in "
                       "/proc/cpuinfo): torch emulates bf16 here, tens of times slower than fp32; mixed precision "
@@ -419,13 +461,20 @@ def run_precision(out: Path, cfg: RunConfig) -> str:
     except that ``auto`` is resolved once, when the run begins. A run resumed from its checkpoint goes on in
     the precision it began in, whichever machine it resumes on (exact resume), and says so where this machine
     would pick another."""
-    here = resolve_mixed_precision(cfg.train.mixed_precision)
+    here = resolve_mixed_precision(cfg.train.mixed_precision, "--train.mixed_precision")
     saved = out / "config.yaml"
-    resumes = (cfg.train.mixed_precision == "auto" and not cfg.overwrite and saved.is_file()
+    resumes = (cfg.train.mixed_precision == "auto" and not cfg.overwrite and is_run_folder(out) and saved.is_file()
                and not config_changes(saved, cfg))
     began = checkpoint_precision(out) if resumes else None
     if began is None or began == here:
         return here
+    if began == "fp16":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError(f"--output_dir {out}: the run began in mixed precision 'fp16' on a GPU (what 'auto' "
+                              "picked there) and can go on only in it, on a CUDA GPU; resume it on one, or add "
+                              "--overwrite to start it again here")
     warnings.warn(f"--output_dir {out}: the run began in mixed precision '{began}' (what 'auto' picked on the "
                   f"machine it began on) and goes on in it, although 'auto' picks '{here}' on this machine; "
                   f"--overwrite starts it again in '{here}'", RuntimeWarning, stacklevel=2)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hire.checks import check_input_file
 from hire.config import DataConfig
 from hire.data.examples import DataError, Example
 from hire.data.files import infer_label_names, read_table
@@ -74,22 +75,26 @@ def _load_custom(cfg: DataConfig, with_train: bool) -> TaskData:
     if with_train and not cfg.dev_file:
         raise DataError("--data.task custom needs --data.dev_file: a labelled file to pick the best model")
 
-    def read(path: str | None, labelled: bool, labels: list[str] | None, labels_from: str = "") -> list[Example]:
+    def read(path: str | None, option: str, labelled: bool, labels: list[str] | None,
+             labels_from: str = "") -> list[Example]:
         if path is None:
             return []
-        if not Path(path).is_file():
-            raise DataError(f"{path}: no such file")
+        check_input_file(path, option)
         return read_table(path, cfg.text_columns, cfg.label_column, regression=cfg.regression,
                           require_label=labelled, labels=labels, labels_from=labels_from)
 
     # The labels are the training file's; those of the evaluation files must be among them.
-    train = _head(read(cfg.train_file, True, None), cfg.max_train_examples) if with_train else []
+    train = _head(read(cfg.train_file, "--data.train_file", True, None), cfg.max_train_examples) if with_train else []
     labels = None if cfg.regression or not train else list(infer_label_names(train))
     labels_from = str(cfg.train_file) + (f" (its first {len(train)} rows)" if cfg.max_train_examples else "")
-    dev = _head(read(cfg.dev_file, True, labels, labels_from), cfg.max_eval_examples)
+    if labels is not None and len(labels) < 2:  # a classifier of one class learns nothing, and cannot be scored
+        rows = f"{'its first' if cfg.max_train_examples else 'its'} {len(train)} row{'s' * (len(train) > 1)}"
+        raise DataError(f"--data.train_file {cfg.train_file}: only one label ({labels[0]!r}) in {rows}; a classifier "
+                        "needs examples of at least two labels (for real-valued labels: --data.regression true)")
+    dev = _head(read(cfg.dev_file, "--data.dev_file", True, labels, labels_from), cfg.max_eval_examples)
     if labels is None and not cfg.regression and dev:
         labels, labels_from = list(infer_label_names(dev)), str(cfg.dev_file)
-    test = _head(read(cfg.test_file, False, labels, labels_from), cfg.max_eval_examples)
+    test = _head(read(cfg.test_file, "--data.test_file", False, labels, labels_from), cfg.max_eval_examples)
     name = Path(cfg.train_file or cfg.dev_file or "custom").stem
     metrics = task_metrics(None, cfg.regression, len(labels or [None]))
     return TaskData(name, labels, metrics, train, {"dev": dev} if dev else {},

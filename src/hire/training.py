@@ -13,16 +13,20 @@ import json
 import math
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import torch
 from accelerate import Accelerator
 from accelerate.utils import DataLoaderConfiguration, DistributedDataParallelKwargs, broadcast_object_list, set_seed
+from safetensors import SafetensorError
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
+from hire.checks import writing
 from hire.config import ConfigError, RunConfig, check_max_length
 from hire.data.batching import Collator, LengthGroupedBatches, encode
 from hire.data.glue import task_text_columns
@@ -119,9 +123,12 @@ def training_step(model: torch.nn.Module, batch: dict[str, torch.Tensor], accele
 
 class Trainer:
     def __init__(self, cfg: RunConfig):
+        # Everything that can be checked is checked before the run folder changes (``_prepare_folder``): the
+        # options, the precision, every split of the data (labels, columns), the model and the tokenisation.
         cfg.validate()  # every option checked before anything is read, built or written
         self.cfg, self.out = cfg, Path(cfg.output_dir)
         check_output_dir(self.out)
+        precision = run_precision(self.out, cfg)  # fp16 without a GPU is refused here
         self.task = load_task(cfg.data)  # every split read (every bad row reported) before training
         if not self.task.dev:
             raise ValueError(f"task {self.task.name}: no labelled evaluation split to select the best model")
@@ -129,12 +136,15 @@ class Trainer:
         self.model, self.tokenizer = build_for_task(cfg, self.task)  # bad head names fail here, early
         check_max_length(cfg.data.max_length, self.model.encoder.config)
         t, d = cfg.train, cfg.data
+        self.train_split = encode(self.task.train, self.tokenizer, d.max_length, self.task.label_names)
+        self.dev_splits = {s: encode(ex, self.tokenizer, d.max_length, self.task.label_names)
+                           for s, ex in self.task.dev.items()}
         # batch_size is the global batch, split over the processes: the same run on 1 or N processes.
         ddp = DistributedDataParallelKwargs(find_unused_parameters=not self.model.head.reads_last_layer)
         # Launched as several processes (torchrun, accelerate launch) on a machine without a GPU: Accelerate
         # joins them into one CPU (gloo) process group only when told to use the CPU.
         world = int(os.environ.get("WORLD_SIZE", "1"))
-        self.accelerator = Accelerator(mixed_precision=run_precision(self.out, cfg),
+        self.accelerator = Accelerator(mixed_precision=precision,
                                        log_with="tensorboard", project_dir=str(self.out),
                                        dataloader_config=DataLoaderConfiguration(split_batches=True),
                                        kwargs_handlers=[ddp], cpu=world > 1 and not torch.cuda.is_available())
@@ -146,9 +156,6 @@ class Trainer:
                               f"{n} processes; use a multiple of {n}")
         self.lock: RunLock | None = None
         self.state = self._prepare_folder()
-        self.train_split = encode(self.task.train, self.tokenizer, d.max_length, self.task.label_names)
-        self.dev_splits = {s: encode(ex, self.tokenizer, d.max_length, self.task.label_names)
-                           for s, ex in self.task.dev.items()}
         self.sampler = LengthGroupedBatches(self.train_split.lengths, t.batch_size, shuffle=True, seed=t.seed,
                                             group_by_length=t.group_by_length)
         # The loader's own generator keeps its start-up draw off the global random state (exact resume).
@@ -192,24 +199,56 @@ class Trainer:
         acc = self.accelerator
         tmp = self.out / CHECKPOINT_TMP
         acc.wait_for_everyone()
+        with self._checkpoint_writes(tmp):
+            if acc.is_main_process:
+                if tmp.exists():
+                    remove(tmp)
+                tmp.mkdir()
+            acc.wait_for_everyone()
+            acc.save_state(str(tmp))  # model, optimizer, scheduler, every process's random states
+            acc.wait_for_everyone()
+            if acc.is_main_process:
+                if new_best:
+                    acc.unwrap_model(self.model).save_pretrained(tmp / STAGED_BEST, self.tokenizer)
+                now = time.perf_counter()
+                self.state.train_seconds += now - self._clock
+                self._clock = now
+                self.state.mixed_precision = acc.mixed_precision  # what a resume goes on in: see run_precision
+                write_atomic(tmp / COMPLETE, json.dumps({**self.state.to_dict(), "rng": None}))
         if acc.is_main_process:
-            if tmp.exists():
-                remove(tmp)
-            tmp.mkdir()
-        acc.wait_for_everyone()
-        acc.save_state(str(tmp))  # model, optimizer, scheduler, every process's random states
-        acc.wait_for_everyone()
-        if acc.is_main_process:
-            if new_best:
-                acc.unwrap_model(self.model).save_pretrained(tmp / STAGED_BEST, self.tokenizer)
-            now = time.perf_counter()
-            self.state.train_seconds += now - self._clock
-            self._clock = now
-            self.state.mixed_precision = acc.mixed_precision  # what a resume goes on in: see run_precision
-            write_atomic(tmp / COMPLETE, json.dumps({**self.state.to_dict(), "rng": None}))
             install_checkpoint(self.out)
-            self.state.save(self.out)
+            with writing(self.out / "state.json"):
+                self.state.save(self.out)
         acc.wait_for_everyone()
+
+    @contextmanager
+    def _checkpoint_writes(self, tmp: Path) -> Iterator[None]:
+        """A checkpoint that cannot be written whole (a full disk, a quota, a read-only folder) is one line naming
+        the file that failed, with the half-written checkpoint removed (the space it took is freed) and the
+        previous checkpoint and ``best/`` as they were: the same command resumes once the cause is fixed. torch
+        and safetensors report a failed write as a RuntimeError (``PytorchStreamWriter``, ``unexpected pos``) or
+        their own error, without the file; the newest file of the half-written checkpoint is the one."""
+        try:
+            yield
+        except (OSError, RuntimeError, SafetensorError) as err:
+            # Python and torch leave the file they failed to write (the newest); safetensors does not.
+            newest = None if isinstance(err, SafetensorError) else _newest_file(tmp)
+            if isinstance(err, OSError):
+                failed, reason = err.filename or newest or tmp, err.strerror or str(err)
+            else:
+                failed, reason = newest or tmp, " ".join(str(err).split())
+            if self.accelerator.is_main_process and tmp.exists():
+                remove(tmp)
+            raise OSError(f"{failed}: could not write the checkpoint of step {self.state.step} ({reason}); "
+                          f"{self._kept()}; fix the cause (free some space) and run the same command again") from err
+
+    def _kept(self) -> str:
+        """What a run that stops here keeps, for its message."""
+        try:
+            step = json.loads((self.out / CHECKPOINT / COMPLETE).read_text())["step"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return f"{self.out} holds no checkpoint yet: the run starts again"
+        return f"the last checkpoint (step {step}) and best/ are kept in {self.out}: the run resumes from it"
 
     def load_checkpoint(self) -> None:
         """Restore the checkpoint; each process's random state is put back just before training goes on."""
@@ -228,7 +267,8 @@ class Trainer:
         record = {"step": self.state.step, "epoch": round(self.state.step / self.steps_per_epoch, 3),
                   "train_loss": self.state.running_loss(), "dev": results, "selection_score": selection}
         if self.accelerator.is_main_process:
-            with (self.out / "metrics.jsonl").open("a") as f:  # lines after the checkpoint are dropped on resume
+            path = self.out / "metrics.jsonl"
+            with writing(path), path.open("a") as f:  # lines after the checkpoint are dropped on resume
                 f.write(json.dumps(record) + "\n")
             for split, r in results.items():
                 for k, v in r.items():
@@ -329,6 +369,12 @@ class Trainer:
                                  "mixed_precision": acc.mixed_precision, "processes": acc.num_processes,
                                  "machine": machine(), "dev": {}}
         splits = [*self.task.dev, *(self.task.test if self.cfg.predict_test else [])]
+        with writing(out):  # a write that fails without naming its file (a full disk) names the run folder
+            return self._write_results(best, saved, final, splits)
+
+    def _write_results(self, best: Any, saved: HireModel, final: dict[str, Any], splits: list[str]) -> dict[str, Any]:
+        """:meth:`finish`'s writes: predictions, submissions, the model card, ``metrics.json``, ``state.json``."""
+        acc, out = self.accelerator, self.out
         predicted = predict_task(best, self.task, splits, self.tokenizer, acc,
                                  max_length=self.cfg.data.max_length, batch_size=self.cfg.train.batch_size,
                                  predictions_dir=out / "predictions", submission_dir=out / "submission",
@@ -344,6 +390,15 @@ class Trainer:
             remove(out / CHECKPOINT)
         acc.wait_for_everyone()
         return final
+
+
+def _newest_file(folder: Path) -> Path | None:
+    """The file under ``folder`` written last (the one a failed save was writing); None if there is none."""
+    try:
+        files = [p for p in folder.rglob("*") if p.is_file()]
+        return max(files, key=lambda p: p.stat().st_mtime_ns) if files else None
+    except OSError:
+        return None
 
 
 class RunInterrupted(KeyboardInterrupt):
