@@ -187,19 +187,6 @@ def check_head(head: str, options: dict[str, Any]) -> None:
             raise ConfigError(f"--model.head_options: {key} must be {rule[0]}, not {value!r}")
 
 
-def head_option_defaults(head: str) -> dict[str, Any]:
-    """The value each option of ``head`` takes when it is not given (its factory's default)."""
-    import inspect
-
-    from hire.heads import head_options
-    from hire.heads.base import _lookup
-
-    registered = _lookup(head)
-    parameters = inspect.signature(registered.factory).parameters
-    return {name: registered.preset.get(name, parameters[name].default) for name in head_options(head)
-            if name in parameters and parameters[name].default is not inspect.Parameter.empty}
-
-
 @contextmanager
 def writing(path: str | Path) -> Iterator[None]:
     """Name ``path`` in an OSError that does not (a full disk is reported at the write, without a name)."""

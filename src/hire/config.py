@@ -133,7 +133,8 @@ class ModelArgs:
         ``given``: the names of the options that were given (``encoder``, ``head`` ...: the command line and its
         ``--config`` file, :func:`hire.options.parse_options` records them); where it is None (a configuration
         built in Python), an option counts as given when its value is not the default."""
-        from hire.checks import check_head, head_option_defaults, real_path
+        from hire.checks import check_head, real_path
+        from hire.heads import head_option_defaults
         from hire.heads import head_options as options_of
         from hire.saved_model import saved_model_config
 

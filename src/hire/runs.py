@@ -426,8 +426,8 @@ def resolve_mixed_precision(choice: str, option: str = "--mixed_precision") -> s
 
     ``fp16`` needs a CUDA GPU: without one, Accelerate would run in fp32 while the run records fp16, so it is a
     :class:`ConfigError` naming ``option`` (the option that gave ``choice``). An explicit ``bf16`` on a Linux CPU
-    without bf16 units warns: torch emulates it there, and a HIRE training step on MiniLM took 30 times as long
-    as in fp32 on an AVX2-only AMD EPYC (benchmarks/results/cpu-2core-avx2).
+    without bf16 units warns: torch emulates it there, many times slower than fp32
+    (``benchmarks/results/cpu-2core-avx2`` measures it).
     """
     import torch
 

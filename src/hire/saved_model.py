@@ -250,4 +250,6 @@ def _layer_weights(path: Path) -> list[list[float]]:
 
 
 def _run_config(model_dir: str | Path) -> Any:
-    return yaml.safe_load((Path(model_dir).expanduser().resolve().parent / "config.yaml").read_text())
+    from hire.checks import real_path
+
+    return yaml.safe_load((Path(real_path(model_dir)).parent / "config.yaml").read_text())

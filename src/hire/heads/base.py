@@ -102,6 +102,14 @@ def head_option_types(name: str) -> dict[str, Any]:
     return {option: hints.get(option, Any) for option in head_options(name)}
 
 
+def head_option_defaults(name: str) -> dict[str, Any]:
+    """The value each option of head ``name`` takes when it is not given (its preset, else its factory's default)."""
+    registered = _lookup(name)
+    parameters = inspect.signature(registered.factory).parameters
+    return {option: registered.preset.get(option, parameters[option].default) for option in registered.options
+            if option in parameters and parameters[option].default is not inspect.Parameter.empty}
+
+
 def _lookup(name: str) -> _Registered:
     if not isinstance(name, str):
         raise ValueError(f"a head is named by a string (one of {', '.join(head_names())}), not {name!r}")
