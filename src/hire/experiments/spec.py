@@ -138,7 +138,13 @@ def config_differences(saved: Any, options: dict[str, Any]) -> list[str]:
         resolved = parse_options(saved)
     except ConfigError:
         return sorted(options)
-    return sorted(k for k in options if resolved.get(k) != options[k])
+    # A run from a saved model (init_from) records the loaded model's encoder, head and its options, which
+    # ``hire train`` takes from the model where the cell leaves them out (and refuses where they contradict it).
+    fixed = FIXED_BY_INIT_FROM if options.get("model.init_from") else ()
+    return sorted(k for k in options if k not in fixed and resolved.get(k) != options[k])
+
+
+FIXED_BY_INIT_FROM = ("model.encoder", "model.head", "model.head_options", "model.classifier_dropout")
 
 
 PRECISION = "train.mixed_precision"
