@@ -95,10 +95,14 @@ class DataConfig:
             if getattr(self, name) is not None:
                 check_input_file(getattr(self, name), f"--data.{name}")
         check_text_columns(self.text_columns, self.label_column, "--data.text_columns", "--data.label_column")
-        if _same_content(self.train_file, self.dev_file):
+        if _same_content(self.train_file, self.dev_file) and (self.train_file, self.dev_file) not in _WARNED:
+            _WARNED.add((self.train_file, self.dev_file))  # once, though a run validates its options twice
             warnings.warn(f"--data.dev_file {self.dev_file} holds the same rows as --data.train_file "
                           f"{self.train_file}: the best model is picked, and scored, on its own training data",
                           RuntimeWarning, stacklevel=2)
+
+
+_WARNED: set[tuple[str, str]] = set()  # (train file, dev file) pairs already warned about
 
 
 @dataclass
