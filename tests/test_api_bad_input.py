@@ -232,7 +232,7 @@ CLI_CASES: list[tuple[str, list[str], str]] = [
      ["train", "--output_dir", "{tmp}/run", "--data.task", "custom", "--data.train_file", "{tmp}/train.csv",
       "--data.dev_file", "{tmp}/dev.csv", "--model.encoder", "{tmp}/no_tokenizer", "--model.head", "last-layer",
       "--train.mixed_precision", "no", "--train.max_steps", "1"],
-     "{tmp}/no_tokenizer: no tokenizer files in this folder"),
+     "--model.encoder {tmp}/no_tokenizer: no tokenizer files in this folder"),
     ("predict-model-without-tokenizer",
      ["predict", "--model", "{tmp}/saved_no_tokenizer", "--input", "{tmp}/input.csv", "--text_columns", "sentence"],
      "{tmp}/saved_no_tokenizer: no tokenizer files in this folder"),

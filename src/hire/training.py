@@ -52,6 +52,15 @@ from hire.sharing import ModelCard, write_model_card
 from hire.tasks import TaskData, load_task
 
 
+def _tokenizer(name: str, option: str) -> Any:
+    """The tokenizer of the encoder or model that ``option`` names; a folder without one is an error naming it."""
+    try:
+        return load_tokenizer(name)
+    except ValueError as err:
+        message = str(err).removeprefix(f"{name}: ")  # the folder is named once, after its option
+        raise ConfigError(f"{option} {name}: {message}") from None
+
+
 def build_for_task(cfg: RunConfig, task: TaskData) -> tuple[HireModel, Any]:
     m = cfg.model
     columns = list(cfg.data.text_columns) if cfg.data.task == "custom" else list(task_text_columns(cfg.data.task))
@@ -59,14 +68,14 @@ def build_for_task(cfg: RunConfig, task: TaskData) -> tuple[HireModel, Any]:
         model = HireModel.from_pretrained(m.init_from, num_labels=task.num_labels, label_names=task.label_names)
         model.config.text_columns = columns
         model.freeze_encoder(m.freeze_encoder)
-        return model, load_tokenizer(m.init_from)
+        return model, _tokenizer(m.init_from, "--model.init_from")
     options = dict(m.head_options)
     if "seed" in head_options(m.head) and "seed" not in options:
         options["seed"] = cfg.train.seed  # Table 5's random scores: a new draw for every run seed
     model = build_model(m.encoder, m.head, task.num_labels, options, task.label_names, m.classifier_dropout,
                         freeze_encoder=m.freeze_encoder)
     model.config.text_columns = columns
-    return model, load_tokenizer(m.encoder)
+    return model, _tokenizer(m.encoder, "--model.encoder")
 
 
 def param_groups(model: HireModel, cfg: RunConfig) -> list[dict[str, Any]]:
