@@ -47,6 +47,11 @@ NOT_RUN = {
     "hire install-encoder": "downloads all-mpnet-base-v2 from PyPI (tests/test_mpnet.py installs fake parts)",
     "accelerate launch --multi_gpu": "needs several GPUs",
     "torchrun --nnodes": "needs several machines",
+    "hire experiment run configs/experiments/table1-minilm.yaml --executor slurm":
+        "needs a SLURM cluster (tests/test_cluster.py submits through stand-in sbatch, srun and sacct)",
+    "squeue": "SLURM's own command",
+    "tail -f": "follows a log until interrupted",
+    "git add": "commits records to the user's repository",
 }
 QUICK = {
     "train": ["--data.max_train_examples", "24", "--data.max_eval_examples", "12", "--train.max_steps", "2",

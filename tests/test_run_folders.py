@@ -362,3 +362,22 @@ def test_a_dev_file_identical_to_the_train_file_warns_in_one_line(shared: dict[s
             f"hire train: warning: --data.dev_file {dev} holds the same rows as --data.train_file {data / 'train.csv'}"
             ": the best model is picked, and scored, on its own training data"]
     assert not ok(run_hire([*train_args(shared, data, tmp_path / "run"), "--print_config"], tmp_path)).stderr.strip()
+
+
+def test_a_file_system_without_locks_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """flock refused (ENOLCK: a shared file system mounted without locks) comes without a file name; the lock's
+    path and the cause make one line."""
+    import errno
+    import fcntl
+
+    from hire.cli import describe_os_error
+    from hire.runs import take_lock
+
+    def refuse(*args: object) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", refuse)
+    with pytest.raises(OSError) as caught:
+        take_lock(tmp_path / ".lock")
+    assert describe_os_error(caught.value) == (f"{tmp_path / '.lock'}: the file system refuses file locks (flock); "
+                                               "use a folder on one that allows them")

@@ -30,6 +30,7 @@ When an evaluation finds a new best model, that model is saved *inside* the chec
 from __future__ import annotations
 
 import dataclasses
+import errno
 import fcntl
 import functools
 import json
@@ -256,6 +257,12 @@ def take_lock(path: Path, note: bool = True) -> IO[str] | None:
     except BlockingIOError:
         f.close()
         return None
+    except OSError as err:  # a file system that refuses locks says so without naming the file
+        f.close()
+        if err.errno in (errno.ENOLCK, errno.ENOSYS, errno.EOPNOTSUPP):
+            raise OSError(err.errno, "the file system refuses file locks (flock); use a folder on one that "
+                          "allows them", str(path)) from err
+        raise
     if note:
         f.seek(0)
         f.truncate()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from hire.experiments.experiment import Experiment
@@ -21,6 +21,7 @@ examples:
   hire experiment status configs/experiments/table1-minilm.yaml
   hire experiment run configs/experiments/table1-minilm.yaml --only data.task=RTE --max_runs 2
   hire experiment run configs/experiments/table1-minilm.yaml --time_budget 120
+  hire experiment run configs/experiments/table1-minilm.yaml --executor slurm --slurm_partition gpu
   hire experiment adopt configs/experiments/table1-minilm.yaml --from experiments/lr-sweep-minilm
   hire experiment report configs/experiments/table1-minilm.yaml
 """
@@ -34,15 +35,53 @@ def _load(args: argparse.Namespace) -> tuple[Experiment, Path, Path]:
     return exp, Path(args.runs_dir), Path(args.experiments_dir) / exp.name
 
 
+CLUSTER_OPTIONS = ("wait", "timeout_min", "gpus_per_job", "cpus_per_job", "mem_gb", "slurm_partition",
+                   "slurm_array_parallelism", "slurm_option")
+LOOP_OPTIONS = {"jobs": 1, "time_budget": None, "stop_on_error": False}  # the plain loop's own, with their defaults
+
+
+def _cluster_options(args: argparse.Namespace) -> Any:
+    """The scheduler's options (:class:`hire.experiments.cluster.ClusterOptions`), checked; an option of the
+    plain loop with ``--executor`` (or one of the scheduler's without it) is an error naming it."""
+    if args.executor is None:
+        given = [name for name in CLUSTER_OPTIONS if getattr(args, name) not in (None, False)]
+        if given:
+            which = "slurm" if given[0].startswith("slurm_") else "slurm or --executor local"
+            raise ValueError(f"--{given[0]}: only with --executor {which}")
+        return None
+    for name, default in LOOP_OPTIONS.items():
+        if getattr(args, name) != default:
+            raise ValueError(f"--{name}: not with --executor (the scheduler runs each cell as its own job)")
+    try:
+        from hire.experiments.cluster import ClusterOptions, parse_slurm_options
+    except ImportError as err:
+        raise ValueError(f"--executor {args.executor}: needs the submitit package ({err}); pip install submitit") \
+            from None
+    options = ClusterOptions(args.executor, timeout_min=240 if args.timeout_min is None else args.timeout_min,
+                             gpus_per_job=1 if args.gpus_per_job is None else args.gpus_per_job,
+                             cpus_per_job=args.cpus_per_job, mem_gb=args.mem_gb, partition=args.slurm_partition,
+                             array_parallelism=args.slurm_array_parallelism,
+                             slurm_options=parse_slurm_options(args.slurm_option))
+    options.check(submitting=not args.dry_run)
+    return options
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from hire.experiments.runner import run_experiment
     from hire.experiments.status import parse_only
 
-    exp, runs_dir, exp_dir = _load(args)
     if args.max_runs is not None and args.max_runs < 0:
         raise ValueError("--max_runs: expected 0 or more")
     if args.jobs < 1:
         raise ValueError("--jobs: expected 1 or more")
+    cluster = _cluster_options(args)
+    exp, runs_dir, exp_dir = _load(args)
+    if cluster is not None:
+        from hire.experiments.cluster import submit_experiment
+
+        return submit_experiment(exp, runs_dir, exp_dir, cluster, max_runs=args.max_runs,
+                                 only=parse_only(exp, args.only), wait=args.wait, dry_run=args.dry_run,
+                                 experiment_file=args.experiment)
     try:
         return run_experiment(exp, runs_dir, exp_dir, max_runs=args.max_runs, time_budget=args.time_budget,
                               only=parse_only(exp, args.only), stop_on_error=args.stop_on_error,
@@ -138,11 +177,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                        help="estimated minutes per cell where no finished record of its task and head "
                        "exists yet (default: 30)")
 
-    run = command("run", "train the cells not done yet, one at a time (or --jobs N at once)",
+    run = command("run", "train the cells not done yet, one at a time (or --jobs N at once, or as a scheduler's "
+                  "jobs)",
                   "Train every cell not done yet, one at a time (or --jobs N at once), each an ordinary "
                   "`hire train` run streaming its progress here (with --jobs, to its log). Finished cells are "
                   "skipped, unfinished ones resume; each finished cell gets its record. Exit status 1 if a cell "
-                  "failed.")
+                  "failed. With --executor, the cells go to a scheduler instead, one job each.")
     selection(run)
     run.add_argument("--max_runs", type=int, metavar="N", help="train at most N cells, then stop")
     run.add_argument("--time_budget", type=float, metavar="MINUTES",
@@ -155,12 +195,37 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--dry_run", action="store_true",
                      help="print the `hire train` command of each cell that would run (with the other "
                      "options), run nothing")
+    cluster = run.add_argument_group(
+        "a scheduler", "With --executor, every cell not done, queued or running is submitted as one job of a "
+        "scheduler (through submitit) and the command returns; a preempted or timed-out job is requeued and its "
+        "run resumes. Follow the jobs with `hire experiment status --list`; run the same command again to submit "
+        "the cells whose jobs failed.")
+    cluster.add_argument("--executor", choices=("slurm", "local"),
+                         help="slurm: one job array on a SLURM cluster (submit from a login node; runs_dir and "
+                         "experiments_dir on a file system every node shares); local: every cell at once as a "
+                         "background job on this machine (to try the scheduler's path)")
+    cluster.add_argument("--wait", action="store_true", help="wait for the jobs and report each as it ends")
+    cluster.add_argument("--timeout_min", type=int, metavar="MINUTES",
+                         help="each job's time limit (default 240); a cell that needs longer is requeued and "
+                         "resumes, up to 3 times")
+    cluster.add_argument("--gpus_per_job", type=int, metavar="N",
+                         help="GPUs per job (default 1; 0 for CPU-only cells). Local: the machine's GPUs are "
+                         "handed out round robin")
+    cluster.add_argument("--cpus_per_job", type=int, metavar="N", help="CPU cores per job (default: the scheduler's)")
+    cluster.add_argument("--mem_gb", type=float, metavar="GB", help="memory per job (default: the scheduler's)")
+    cluster.add_argument("--slurm_partition", metavar="NAME", help="the SLURM partition to submit to")
+    cluster.add_argument("--slurm_array_parallelism", type=int, metavar="N",
+                         help="at most N cells of the array run at once (default: as many as SLURM allows)")
+    cluster.add_argument("--slurm_option", action="append", metavar="KEY=VALUE",
+                         help="any other sbatch option, e.g. account=my-project, qos=normal, constraint=a100; "
+                         "repeatable")
     run.set_defaults(func=_cmd_run)
 
     status = command("status", "count the cells done, running, started and left, with the time left",
-                     "Count the cells done, running (their folder is locked by a training process), started "
-                     "(unfinished: they resume), left, and changed (their folder holds another configuration); "
-                     "estimate the time left from finished records.")
+                     "Count the cells done, running (their folder is locked by a training process, or the "
+                     "scheduler runs their job), queued (their job waits in the scheduler's queue; shown where "
+                     "there are such cells), started (unfinished: they resume), left, and changed (their folder "
+                     "holds another configuration); estimate the time left from finished records.")
     selection(status)
     status.add_argument("--list", action="store_true", help="also list every cell with its state")
     status.set_defaults(func=_cmd_status)

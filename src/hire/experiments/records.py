@@ -5,7 +5,8 @@ metrics, steps, training time, precision, the machine, the per-evaluation dev cu
 weights of each dev split. Per-example layer weights are kept only where Figure 2 needs them, in
 ``<cell-id>.layer_weights.json.gz``. Records are committed: ``hire experiment report`` needs nothing
 else, so anyone can regenerate the tables and figures. Files are written deterministically (sorted keys,
-gzip without a timestamp) and only when their content changes. Every command reads a record through
+gzip without a timestamp), only when their content changes, and atomically (:func:`write_atomic_bytes`: many
+jobs of a cluster may write records into one shared folder at once). Every command reads a record through
 :func:`read_record`: a file that is not one (cut short, a JSON list, ``{}``) is one error naming it, never a
 record of some other configuration. Only a run folder (:func:`hire.runs.is_run_folder`) is read as a cell's run.
 """
@@ -15,6 +16,9 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
+import secrets
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +31,7 @@ from hire.experiments.spec import RUNNER_OWNED, Cell, ExperimentError, config_di
 from hire.runs import is_run_folder
 
 RUNNER_FILE = "experiment.json"  # written by the runner into a run folder: wall time over attempts
+JOBS_FOLDER = ".jobs"  # records/.jobs/<cell-id>.json: the cell's scheduler job (hire.experiments.cluster)
 RECORD_KEYS = {"cell": str, "config": dict, "score": (int, float)}  # what every record holds (make_record)
 REPAIR = ("`hire experiment collect EXPERIMENT.yaml` rewrites a cell's record from its run folder; where there is "
           "none, delete the file (the cell is then trained again) or restore it from git")
@@ -79,14 +84,32 @@ def records_dir(exp_dir: Path) -> Path:
 
 
 def write_if_changed(path: Path, data: bytes) -> bool:
-    """Write ``data`` unless the file already holds it (unchanged files keep their time stamps)."""
+    """Write ``data`` unless the file already holds it (unchanged files keep their time stamps), atomically
+    (:func:`write_atomic_bytes`)."""
     if path.is_file() and path.read_bytes() == data:
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    write_atomic_bytes(path, data)
     return True
+
+
+def write_atomic_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that every reader sees the old file or the new one, never a mix, however
+    many processes on however many machines write it at once: each writer writes its own temporary file beside
+    ``path`` (named after its host, process and a random part, created exclusively) and renames it over ``path``
+    in one step. A rename within a folder is atomic on local and network file systems alike, and needs no lock
+    (a lock taken on one node of a cluster is not seen on another by many shared file systems). The last
+    rename wins; writers of one cell's record write the same content. The temporary file is removed on failure
+    and never matches ``*.json``."""
+    tmp = path.with_name(f".{path.name}.{socket.gethostname()}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        with tmp.open("xb") as f:  # exclusive: never someone else's temporary file
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def json_bytes(data: Any) -> bytes:

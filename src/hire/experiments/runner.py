@@ -10,9 +10,12 @@ cell's output then goes to its log alone, and the runner says when a cell starts
 records, and a claim there on the cell it trains (:class:`~hire.experiments.status.CellClaim`) keeps them
 from training the same cell twice. A finished cell
 (``metrics.json``) is skipped, an unfinished one resumes (``hire train`` does that by itself), a cell
-whose folder another process is training in is left alone. After each cell its record is written. A
-failing cell is reported and the runner goes on (``--stop_on_error`` stops it); the exit status is
-non-zero if any cell failed.
+whose folder another process is training in is left alone, as is a cell whose scheduler job is queued or
+running. After each cell its record is written. A failing cell is reported and the runner goes on
+(``--stop_on_error`` stops it); the exit status is non-zero if any cell failed.
+
+This loop is for one machine. ``--executor slurm|local`` hands each cell to a scheduler instead, as one job that
+runs the same command (:mod:`hire.experiments.cluster`).
 """
 
 from __future__ import annotations
@@ -81,11 +84,17 @@ def _last_error(log: Path) -> str:
     return (errors or lines or ["no output"])[-1][:400]
 
 
+def child_env() -> dict[str, str]:
+    """The environment a cell's ``hire train`` runs in: this one, its output unbuffered (a log shows each line as
+    it comes), tokenizers without their own threads unless asked for."""
+    return {**os.environ, "PYTHONUNBUFFERED": "1",
+            "TOKENIZERS_PARALLELISM": os.environ.get("TOKENIZERS_PARALLELISM", "false")}
+
+
 def stream(cmd: list[str], log: Path, echo: bool = True) -> int:
     """Run ``cmd``, its output going to ``log`` and (``echo``) to the terminal; returns its exit status."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": os.environ.get("TOKENIZERS_PARALLELISM",
-                                                                                              "false")}
+    env = child_env()
     terminal = getattr(sys.stdout, "buffer", None)
     with log.open("ab") as sink:
         sink.write(f"$ {shlex.join(cmd)}\n".encode())
@@ -107,7 +116,7 @@ def stream(cmd: list[str], log: Path, echo: bool = True) -> int:
             raise
 
 
-def _note_attempt(run: Path, seconds: float) -> None:
+def note_attempt(run: Path, seconds: float) -> None:
     """Add this attempt's wall time to ``<run>/experiment.json`` (the time estimates use it)."""
     from hire.runs import is_run_folder
 
@@ -123,15 +132,24 @@ def _note_attempt(run: Path, seconds: float) -> None:
 
 
 @contextmanager
-def runner_lock(runs_dir: Path) -> Iterator[None]:
-    """One runner at a time under ``runs_dir`` (it alone decides which cells train, and how many at once)."""
+def runner_lock(runs_dir: Path, required: bool = True) -> Iterator[None]:
+    """One runner at a time under ``runs_dir`` (it alone decides which cells train, and how many at once).
+    ``required=False`` (a scheduler's submitter, whose jobs the scheduler keeps apart): where the file system
+    offers no locks at all, go on without one."""
+    from hire.experiments.status import NO_LOCKS
     from hire.runs import lock_holder, take_lock
 
     runs_dir.mkdir(parents=True, exist_ok=True)
     path = runs_dir / ".runner.lock"
-    lock = take_lock(path)
+    try:
+        lock = take_lock(path)
+    except OSError as err:
+        if required or err.errno not in NO_LOCKS:
+            raise
+        yield
+        return
     if lock is None:
-        raise ExperimentError(f"{runs_dir}: another `hire experiment run` is training there "
+        raise ExperimentError(f"{runs_dir}: another `hire experiment run` is at work there "
                               f"({lock_holder(path, 'a running process')}); wait for it to finish")
     with lock:
         yield
@@ -187,7 +205,7 @@ def run_experiment(exp: Experiment, runs_dir: Path, exp_dir: Path, *, max_runs: 
 
         for s in statuses:
             finish(block=False)
-            if s.state in ("done", "recorded", "running", "changed"):
+            if s.state in ("done", "recorded", "running", "queued", "changed"):
                 _skip(exp, s, exp_dir, progress, dry_run, say)
                 if s.state == "changed" and stop_on_error:
                     break
@@ -246,7 +264,8 @@ def run_experiment(exp: Experiment, runs_dir: Path, exp_dir: Path, *, max_runs: 
 
 def _skip(exp: Experiment, s: CellStatus, exp_dir: Path, progress: Progress, dry_run: bool,
           say: Callable[[str], None]) -> None:
-    """A cell not to train: done (its record is brought up to date), running elsewhere, or changed."""
+    """A cell not to train: done (its record is brought up to date), running elsewhere, queued as a scheduler's
+    job, or changed."""
     if s.state == "done":
         if not dry_run:
             collect_cell(exp, s.cell, s.run, exp_dir)
@@ -254,8 +273,11 @@ def _skip(exp: Experiment, s: CellStatus, exp_dir: Path, progress: Progress, dry
     elif s.state == "recorded":
         progress.already_done += 1  # its committed record stands; no run folder here to collect from
     elif s.state == "running":
-        where = f"a process is training in {s.run}" if folder_in_use(s.run) else "another runner is training it"
+        where = (f"{s.job} is training it" if s.job else f"a process is training in {s.run}"
+                 if folder_in_use(s.run) else "another runner is training it")
         say(f"{s.cell.id}: {where} right now; left alone")
+    elif s.state == "queued":
+        say(f"{s.cell.id}: waiting in the scheduler's queue as {s.job}; left alone")
     else:
         progress.failed.append(s.cell.id)
         say(f"{s.cell.id}: error: {s.run} holds a run with another configuration (differs in: "
@@ -288,7 +310,7 @@ def _train_and_record(exp: Experiment, s: CellStatus, cmd: list[str], log: Path,
         try:
             code = stream(cmd, log, echo=echo)
         finally:
-            _note_attempt(s.run, time.monotonic() - t0)
+            note_attempt(s.run, time.monotonic() - t0)
         if code == 0 and (s.run / "metrics.json").is_file():
             collect_cell(exp, s.cell, s.run, exp_dir)
             return True
@@ -306,4 +328,4 @@ def _record_score(exp_dir: Path, cell_id: str) -> str:
     return "dev score " + ("n/a" if score is None else f"{100 * score:.2f}")
 
 
-__all__ = ["cli_value", "run_dir", "run_experiment", "stream", "train_command"]
+__all__ = ["child_env", "cli_value", "note_attempt", "run_dir", "run_experiment", "stream", "train_command"]

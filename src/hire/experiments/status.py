@@ -5,7 +5,10 @@
              another machine or in an earlier checkout (run folders are not in git). It is not trained
              again; delete the record to train it here
     running  a process holds the folder's lock (``<run>/.lock``) right now, or another runner (with another
-             runs_dir) has claimed the cell (``records/.claims/<cell-id>.lock``)
+             runs_dir) has claimed the cell (``records/.claims/<cell-id>.lock``), or the scheduler says the cell's
+             job (``hire experiment run --executor``, :mod:`hire.experiments.cluster`) is running
+    queued   the cell's job waits in the scheduler's queue (submitted, or requeued after a preemption), or its
+             state cannot be read (a cell is never submitted twice); shown only where there are such cells
     started  the folder is a run folder (it carries hire's marker) that holds an unfinished run: ``hire train``
              resumes it
     left     nothing yet (a folder that holds no run of hire's is no run: ``hire train`` refuses to write there,
@@ -24,6 +27,7 @@ stopping allows (``patience`` evaluations after its best step).
 
 from __future__ import annotations
 
+import errno
 import json
 import statistics
 from collections.abc import Callable, Sequence
@@ -34,7 +38,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from hire.experiments.experiment import Experiment
-from hire.experiments.records import read_record, run_config, run_dir
+from hire.experiments.records import JOBS_FOLDER, read_record, run_config, run_dir
 from hire.experiments.spec import (
     PRECISION,
     Cell,
@@ -45,14 +49,22 @@ from hire.experiments.spec import (
     record_differences,
 )
 
-STATES = ("done", "recorded", "running", "started", "left", "changed")
+STATES = ("done", "recorded", "running", "queued", "started", "left", "changed")
+NO_LOCKS = (errno.ENOLCK, errno.ENOSYS, errno.EOPNOTSUPP)  # a file system that offers no flock at all
 
 
 def folder_in_use(path: Path) -> bool:
-    """Whether a run is training in ``path`` right now (:func:`hire.runs.folder_in_use`)."""
+    """Whether a run is training in ``path`` right now (:func:`hire.runs.folder_in_use`). On a file system that
+    offers no locks, the folder's lock cannot tell: False (a cluster's scheduler tells running cells apart,
+    :func:`cell_statuses`)."""
     from hire.runs import folder_in_use as in_use
 
-    return in_use(Path(path))
+    try:
+        return in_use(Path(path))
+    except OSError as err:
+        if err.errno in NO_LOCKS:
+            return False
+        raise
 
 
 class CellClaim:
@@ -98,6 +110,7 @@ class CellStatus:
     run: Path
     state: str
     differences: tuple[str, ...] = ()  # for "changed": the options that differ
+    job: str | None = None  # for a cell the scheduler runs or queues: its job, e.g. "slurm job 4242_0 (PENDING)"
 
 
 def recorded(cell: Cell, records: Path | None) -> bool:
@@ -108,10 +121,14 @@ def recorded(cell: Cell, records: Path | None) -> bool:
     return not record_differences(read_record(path), cell.options)
 
 
-def cell_status(cell: Cell, run: Path, records: Path | None = None, claims: bool = True) -> CellStatus:
-    """``claims``: whether a claim on the cell counts as running (not when this process holds it)."""
+def cell_status(cell: Cell, run: Path, records: Path | None = None, claims: bool = True,
+                job: JobState | None = None) -> CellStatus:
+    """``claims``: whether a claim on the cell counts as running (not when this process holds it). ``job``: the
+    state of the cell's scheduler job (:func:`hire.experiments.cluster.job_states`), if it has one."""
     from hire.runs import is_run_folder
 
+    if job is not None and job.state != "ended":
+        return CellStatus(cell, run, "running" if job.state == "running" else "queued", job=job.describe())
     if folder_in_use(run) or (claims and records is not None and CellClaim(records, cell.id).held_elsewhere()):
         return CellStatus(cell, run, "running")
     if not is_run_folder(run):
@@ -126,8 +143,39 @@ def cell_status(cell: Cell, run: Path, records: Path | None = None, claims: bool
 
 def cell_statuses(exp: Experiment, runs_dir: Path, records: Path | None = None) -> list[CellStatus]:
     """Every cell's state; with ``records`` (the experiment's records folder) a cell that has no run folder
-    here but a matching committed record is ``recorded`` rather than ``left``."""
-    return [cell_status(c, run_dir(runs_dir, exp, c), records) for c in exp.cells]
+    here but a matching committed record is ``recorded`` rather than ``left``, and a cell with a scheduler job
+    that has not ended is ``queued`` or ``running`` (one query to the scheduler for all of them)."""
+    jobs = scheduled_jobs(records)
+    return [cell_status(c, run_dir(runs_dir, exp, c), records, job=jobs.get(c.id)) for c in exp.cells]
+
+
+class JobState(NamedTuple):
+    """A cell's scheduler job and what the scheduler (or, for the local executor, this machine) says of it:
+    ``state`` is queued, running, ended or unknown (the scheduler cannot tell: treated as queued, so that the
+    cell is never submitted twice); ``said`` is the scheduler's own word (PENDING, RUNNING, FAILED, ...)."""
+
+    cell: str
+    executor: str
+    job_id: str
+    state: str
+    said: str
+    file: Path  # the job file, records/.jobs/<cell-id>.json
+
+    def describe(self) -> str:
+        text = f"{self.executor} job {self.job_id} ({self.said})"
+        if self.state == "unknown":
+            text += f"; if the job is gone, delete {self.file} to submit the cell again"
+        return text
+
+
+def scheduled_jobs(records: Path | None) -> dict[str, JobState]:
+    """The scheduler jobs of an experiment's cells, by cell id (:func:`hire.experiments.cluster.job_states`);
+    empty, at no cost, where no cell was ever submitted to a scheduler."""
+    if records is None or not (Path(records) / JOBS_FOLDER).is_dir():
+        return {}
+    from hire.experiments.cluster import job_states
+
+    return job_states(Path(records))
 
 
 def parse_only(exp: Experiment, values: Sequence[str] | None) -> dict[str, list[Any]]:
@@ -245,7 +293,7 @@ class RunProgress(NamedTuple):
 
 def progress(status: CellStatus) -> RunProgress | None:
     """:func:`run_progress` of a started (or running) cell's folder; None for a cell in any other state."""
-    return run_progress(status.run) if status.state in ("started", "running") else None
+    return run_progress(status.run) if status.state in ("started", "running", "queued") else None
 
 
 def run_progress(run: Path) -> RunProgress | None:
@@ -305,21 +353,22 @@ def status_report(exp: Experiment, statuses: list[CellStatus], estimates: Estima
                   ) -> list[str]:
     """Counts per state, per (task, head), the estimated time left and (``listing``) every cell."""
     counts = {s: sum(c.state == s for c in statuses) for s in STATES}
+    shown = [s for s in STATES if s != "queued" or counts[s]]  # queued: only where a scheduler holds cells
     got = {c.cell.id: progress(c) for c in statuses}  # each started cell's folder, read once
     left = sum(estimates.left_after(c.cell, got[c.cell.id]) for c in statuses
-               if c.state in ("left", "started", "running"))
-    lines = [f"{exp.name} ({exp.path}): {len(statuses)} cells: " + ", ".join(f"{counts[s]} {s}" for s in STATES)
+               if c.state in ("left", "started", "running", "queued"))
+    lines = [f"{exp.name} ({exp.path}): {len(statuses)} cells: " + ", ".join(f"{counts[s]} {s}" for s in shown)
              + f"; about {_hours(left)} left"]
     groups: dict[tuple[str, str], list[CellStatus]] = {}
     for c in statuses:
         groups.setdefault((c.cell.task, c.cell.head), []).append(c)
     width = max([len(f"{t} {h}") for t, h in groups] + [10])
-    lines.append(f"  {'task head':{width}s} " + " ".join(f"{s:>7s}" for s in STATES) + "  min/cell")
+    lines.append(f"  {'task head':{width}s} " + " ".join(f"{s:>7s}" for s in shown) + "  min/cell")
     for (task, head), cs in groups.items():
         known = estimates.known(cs[0].cell)
         per_cell = f"{estimates.seconds(cs[0].cell) / 60:8.1f}" + ("" if known else " (default)")
         lines.append(f"  {task + ' ' + head:{width}s} " + " ".join(f"{sum(c.state == s for c in cs):7d}"
-                                                                for s in STATES) + per_cell)
+                                                                for s in shown) + per_cell)
     if listing:
         lines += [f"  {c.state:8s} {c.cell.id}" + _detail(c, got[c.cell.id], estimates) for c in statuses]
     return lines
@@ -329,9 +378,10 @@ def _detail(c: CellStatus, got: RunProgress | None, estimates: Estimates) -> str
     """What the listing says after a cell's id: how a changed one differs, how far a started one got."""
     if c.differences:
         return f"  (differs in {', '.join(c.differences)})"
+    job = f"{c.job}: " if c.job else ""
     if got is None:
-        return ""
-    return (f"  (step {got.step}" + (f" of at most {got.limit}" if got.limit else "")
+        return f"  ({c.job})" if c.job else ""
+    return (f"  ({job}step {got.step}" + (f" of at most {got.limit}" if got.limit else "")
             + f", {_hours(got.seconds)} so far, about {_hours(estimates.left_after(c.cell, got))} left)")
 
 
