@@ -8,5 +8,6 @@ bash scripts/setup.sh
 . .venv/bin/activate
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 ruff check src tests benchmarks scripts docs/hooks.py
+lint-imports  # the core never imports the lab (pyproject.toml's import-linter contract)
 NO_MKDOCS_2_WARNING=1 mkdocs build --strict
 python -m pytest tests "$@"

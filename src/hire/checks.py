@@ -152,7 +152,7 @@ def check_encoder(name: str, option: str) -> None:
     from huggingface_hub import constants, try_to_load_from_cache
 
     from hire.encoder import DEFAULT_ENCODER
-    from hire.encoders_offline import installed_encoder
+    from hire.installed_encoders import installed_encoder
 
     try:
         installed = installed_encoder(name)  # all-mpnet-base-v2 not installed: the command that installs it

