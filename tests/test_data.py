@@ -426,3 +426,16 @@ def test_task_text_columns() -> None:
     assert task_text_columns("CoLA") == ("sentence",) and task_text_columns("sst2") == ("sentence",)
     assert task_text_columns("RTE") == ("sentence1", "sentence2")
     assert all(1 <= len(task_text_columns(name)) <= 2 for name in GLUE_TASKS)
+
+
+@pytest.mark.parametrize("dev", ["text,label\nd,0.5\n", "text,label\nd,0.5\ne,0.5\n"], ids=["one-row", "one-score"])
+def test_a_regression_dev_file_needs_two_different_scores(tmp_path: Path, dev: str) -> None:
+    """Pearson and Spearman of one row (or of one repeated score) are NaN: the run would pick and report nothing."""
+    (tmp_path / "train.csv").write_text("text,label\na,0.1\nb,0.9\n")
+    (tmp_path / "dev.csv").write_text(dev)
+    cfg = DataConfig(task="custom", train_file=str(tmp_path / "train.csv"), dev_file=str(tmp_path / "dev.csv"),
+                     text_columns=["text"], regression=True)
+    with pytest.raises(DataError, match=r"^--data.dev_file \S+dev\.csv: one score \(0\.5\) in its [12] rows?; .* at least two different scores$"):
+        load_task(cfg)
+    (tmp_path / "dev.csv").write_text("text,label\nd,0.5\ne,0.7\n")
+    assert len(load_task(cfg).dev["dev"]) == 2

@@ -92,6 +92,10 @@ def _load_custom(cfg: DataConfig, with_train: bool) -> TaskData:
         raise DataError(f"--data.train_file {cfg.train_file}: only one label ({labels[0]!r}) in {rows}; a classifier "
                         "needs examples of at least two labels (for real-valued labels: --data.regression true)")
     dev = _head(read(cfg.dev_file, "--data.dev_file", True, labels, labels_from), cfg.max_eval_examples)
+    if cfg.regression and dev and len({example.label for example in dev}) < 2:  # correlations would be NaN
+        rows = f"{'its first' if cfg.max_eval_examples else 'its'} {len(dev)} row{'s' * (len(dev) > 1)}"
+        raise DataError(f"--data.dev_file {cfg.dev_file}: one score ({dev[0].label!r}) in {rows}; the Pearson and "
+                        "Spearman correlations that pick the best model need at least two different scores")
     if labels is None and not cfg.regression and dev:
         labels, labels_from = list(infer_label_names(dev)), str(cfg.dev_file)
     test = _head(read(cfg.test_file, "--data.test_file", False, labels, labels_from), cfg.max_eval_examples)
