@@ -19,7 +19,7 @@ import statistics
 from pathlib import Path
 from typing import NamedTuple
 
-from report import _table
+from hire.reporting import markdown_table
 
 
 class Row(NamedTuple):
@@ -73,7 +73,7 @@ def write(folders: list[Path], runs: list[dict], heads: list[str] | None, out: P
                      f"the suite took {run['seconds']} s")
     lines += ["", "Median training step in ms, run by run; max/min: the largest median over the smallest; then "
               "each run's step ratio to last-layer, and the arithmetic ratio.", "",
-              *_table(["precision", "length", "head", *(f"run {n}" for n in range(1, len(runs) + 1)), "max/min",
+              *markdown_table(["precision", "length", "head", *(f"run {n}" for n in range(1, len(runs) + 1)), "max/min",
                        "ratio to last-layer", "arithmetic"],
                       [[r.precision, r.length, r.head, *(f"{1000 * t:.1f}" for t in r.medians),
                         f"{max(r.medians) / min(r.medians):.2f}", " / ".join(f"{x:.2f}" for x in r.ratios),

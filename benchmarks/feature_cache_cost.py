@@ -17,6 +17,7 @@ from transformers import AutoConfig
 from hire.data import read_glue_split
 from hire.encoder import resolve_encoder
 from hire.model import load_tokenizer
+from hire.reporting import markdown_table
 
 
 def main() -> None:
@@ -28,17 +29,18 @@ def main() -> None:
     config = AutoConfig.from_pretrained(resolve_encoder(args.encoder))
     states, width = config.num_hidden_layers + 1, config.hidden_size
     tokenizer = load_tokenizer(args.encoder)
-    print(f"| {args.encoder} | examples | tokens | tokens/example | cache, bf16 | cache, fp32 |")
-    print("|---|---:|---:|---:|---:|---:|")
+    rows = []
     for task in args.tasks.split(","):
-        rows = read_glue_split(task, "train")
-        first = [r.text_a for r in rows]
-        second = [r.text_b or "" for r in rows] if rows[0].text_b is not None else None
+        examples = read_glue_split(task, "train")
+        first = [r.text_a for r in examples]
+        second = [r.text_b or "" for r in examples] if examples[0].text_b is not None else None
         ids = tokenizer(first, second, truncation=True, max_length=args.max_length)["input_ids"]
         tokens = sum(map(len, ids))
         size = tokens * states * width / 2**30
-        print(f"| {task} train | {len(rows)} | {tokens} | {tokens / len(rows):.1f} | {2 * size:.2f} GiB | "
-              f"{4 * size:.2f} GiB |")
+        rows.append([f"{task} train", str(len(examples)), str(tokens), f"{tokens / len(examples):.1f}",
+                     f"{2 * size:.2f} GiB", f"{4 * size:.2f} GiB"])
+    print("\n".join(markdown_table([args.encoder, "examples", "tokens", "tokens/example", "cache, bf16", "cache, fp32"],
+                                   rows, align="lr")))
     print(f"\n{states} hidden states x {width} per token; padding not counted (a padded cache costs more).")
 
 

@@ -25,6 +25,7 @@ from bench_heads import count_flops
 
 from hire import build_model
 from hire.encoder import resolve_encoder
+from hire.reporting import markdown_table
 
 
 def count(encoder: str, heads: list[str], length: int, batch: int) -> list[dict]:
@@ -46,14 +47,14 @@ def count(encoder: str, heads: list[str], length: int, batch: int) -> list[dict]
 
 
 def table(records: list[dict]) -> str:
-    lines = ["| encoder | l, d | head | tokens | parameters | encoder fwd | head fwd | training step | ratio |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    rows = []
     for r in records:
         head_fwd = r["macs_extractor"] + r["macs_fusion"] + r["macs_head_other"] + r["macs_output"]
-        lines.append(f"| {r['encoder']} | {r['layers']}, {r['hidden']} | {r['head']} | {r['tokens']} | "
-                     f"{r['parameters'] / 1e6:.1f}M | {r['macs_encoder'] / 1e9:.2f} G | {head_fwd / 1e9:.2f} G | "
-                     f"{r['macs_train_step'] / 1e9:.2f} G | {r['arithmetic_ratio']:.2f} |")
-    return "\n".join(lines)
+        rows.append([r["encoder"], f"{r['layers']}, {r['hidden']}", r["head"], str(r["tokens"]),
+                     f"{r['parameters'] / 1e6:.1f}M", f"{r['macs_encoder'] / 1e9:.2f} G", f"{head_fwd / 1e9:.2f} G",
+                     f"{r['macs_train_step'] / 1e9:.2f} G", f"{r['arithmetic_ratio']:.2f}"])
+    return "\n".join(markdown_table(["encoder", "l, d", "head", "tokens", "parameters", "encoder fwd", "head fwd",
+                                     "training step", "ratio"], rows, align="lllr"))
 
 
 def main() -> None:

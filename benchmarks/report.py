@@ -10,9 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows)]
+from hire.reporting import markdown_table
 
 
 def _find(records: list[dict], **match: Any) -> dict | None:
@@ -52,7 +50,7 @@ def targets(records: list[dict], trainer: list[dict]) -> list[str]:
         rows.append([f"last-layer loop no slower than Trainer, {t['precision']}, {t['seq_len']} tokens",
                      f"{t['hire_examples_per_second']:.1f} vs {t['trainer_examples_per_second']:.1f} ex/s",
                      _check(t["speedup"] >= 0.97)])  # 3%: the timing noise of two separate runs
-    return _table(["target", "measured", "met"], rows)
+    return markdown_table(["target", "measured", "met"], rows)
 
 
 def write_report(result: dict[str, Any], path: Path) -> None:
@@ -81,13 +79,13 @@ def write_report(result: dict[str, Any], path: Path) -> None:
                 cells.append(f"{r['step_seconds']:.3f} (x{r['ratio_to_last_layer']:.2f}; "
                              f"a{r['arithmetic_ratio']:.2f})" if r else "")
             rows.append([head, *cells])
-        lines += [*_table(header, rows), ""]
+        lines += [*markdown_table(header, rows), ""]
     lines += ["## Multiply-adds per example (millions), by part", ""]
     for n in lengths:
         rows = [[h, *[f"{r[f'macs_{p}'] / 1e6:.1f}" for p in ("encoder", "extractor", "fusion", "head_other",
                                                              "output", "train_step")]]
                 for h in heads if (r := _find(records, head=h, seq_len=n))]
-        lines += [f"{n} tokens:", "", *_table(["head", "encoder (fwd)", "extractor (fwd)", "fusion (fwd)",
+        lines += [f"{n} tokens:", "", *markdown_table(["head", "encoder (fwd)", "extractor (fwd)", "fusion (fwd)",
                                                "other head (fwd)", "output (fwd)", "training step"], rows), ""]
     lines += ["## Inference (examples/s) and peak memory of a training step (MiB above idle)", ""]
     rows = []
@@ -96,10 +94,10 @@ def write_report(result: dict[str, Any], path: Path) -> None:
             cells = [f"{r['inference_examples_per_second']:.0f} / {r['peak_memory_mib']:.0f}"
                      if (r := _find(records, head=head, precision=precision, seq_len=n)) else "" for n in lengths]
             rows.append([head, precision, *cells])
-    lines += [*_table(["head", "precision", *lengths], rows), ""]
+    lines += [*markdown_table(["head", "precision", *lengths], rows), ""]
     if trainer:
         lines += ["## Last-layer training loop: hire vs Hugging Face Trainer (examples/s)", "",
-                  *_table(["precision", "length", "hire", "Trainer", "hire / Trainer"],
+                  *markdown_table(["precision", "length", "hire", "Trainer", "hire / Trainer"],
                           [[t["precision"], t["seq_len"], f"{t['hire_examples_per_second']:.1f}",
                             f"{t['trainer_examples_per_second']:.1f}", f"{t['speedup']:.2f}"] for t in trainer]), ""]
     path.write_text("\n".join(lines))

@@ -11,6 +11,7 @@ from reference import reference_hire, reference_output_layer
 
 from hire import head_names
 from hire.heads import HIRE
+from hire.heads.baselines import POOLINGS, pool
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -368,6 +369,9 @@ def test_baseline_heads_match_their_formulas(make_model, make_batch):
     s = torch.softmax(torch.tensor([0.5, -1.0, 2.0, 0.0]), 0)
     close("scalar-mix", per_example(lambda b, n: 1.7 * sum(s[i] * hs[i][b, 0] for i in range(NUM_STATES))))
     torch.testing.assert_close(run("scalar-mix").layer_weights, s.expand(len(lengths), -1))
+    stacked = torch.stack(hs, dim=1)  # (B, l + 1, n, d): one call pools every state, as the probe does
+    for mode in POOLINGS:
+        assert torch.equal(pool(stacked, mask, mode), torch.stack([pool(h, mask, mode) for h in hs], dim=1))
 
 
 @pytest.mark.parametrize("activation", ["relu", "none"])

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import save_model
 from tiny import HIDE_HIRE, save_tiny_encoder
 from transformers import AutoConfig, AutoModelForSequenceClassification, pipeline
 
 from hire import HireConfig, HireModel, build_model, load_tokenizer
-from hire.sharing import CODE_FILES, ModelCard, flat_imports
+from hire.sharing import CODE_FILES, ModelCard, flat_imports, markdown_table
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -180,38 +179,24 @@ def test_exported_code_imports_nothing_of_hire() -> None:
         flat_imports("import hire.model\n")
 
 
-def first_format(folder: Path, model: HireModel, head_options: dict) -> None:
-    """A folder as hire saved it before its models were transformers models."""
-    folder.mkdir(parents=True)
-    config = model.config
-    values = {"encoder": config.encoder, "head": config.head, "head_options": head_options,
-              "num_labels": config.num_labels, "label_names": config.label_names,
-              "classifier_dropout": config.classifier_dropout, "encoder_config": config.encoder_config,
-              "text_columns": config.text_columns}
-    (folder / "config.json").write_text(json.dumps(values, indent=2) + "\n")
-    save_model(model, str(folder / "model.safetensors"))
-
-
-def test_first_format_folders_still_load(tmp_path: Path, make_model, make_batch) -> None:
-    """Same outputs; ``seed``, which training once added to every HIRE head, is dropped where it did nothing."""
-    model = make_model("hire-mean-last", head_options={"k": 2}, num_labels=2)
-    model.config.set_labels(2, LABELS)
-    first_format(tmp_path / "old", model, {"k": 2, "seed": 42})
-    loaded = HireModel.from_pretrained(tmp_path / "old")
-    assert loaded.config.head_options == {"k": 2} and loaded.config.label_names == LABELS
-    assert loaded.config.id2label == {0: "neg", 1: "pos"}
-    ids, mask = make_batch()
-    with torch.no_grad():
-        assert torch.equal(loaded(ids, mask).logits, model(ids, mask).logits)
-    loaded.save_pretrained(tmp_path / "new")  # re-saved in the current format
-    assert json.loads((tmp_path / "new" / "config.json").read_text())["model_type"] == "hire"
-    first_format(tmp_path / "variant", make_model("hire"), {"fusion": False})
-    with pytest.raises(ValueError, match="option fusion, a variant"):
-        HireModel.from_pretrained(tmp_path / "variant")
+def test_a_folder_of_another_model_is_refused(tmp_path: Path) -> None:
+    """A config.json that is not a hire model's (another model type, or none) is a ValueError naming it."""
     (tmp_path / "bert").mkdir()
     (tmp_path / "bert" / "config.json").write_text('{"model_type": "bert"}')
     with pytest.raises(ValueError, match="a 'bert' model, not a saved hire model"):
         HireModel.from_pretrained(tmp_path / "bert")
+    (tmp_path / "none").mkdir()
+    (tmp_path / "none" / "config.json").write_text('{"encoder": "bert-base-uncased", "head": "hire"}')
+    with pytest.raises(ValueError, match=r"none/config\.json: no model_type, not a saved hire model"):
+        HireModel.from_pretrained(tmp_path / "none")
+
+
+def test_markdown_table() -> None:
+    """hire's one table writer: a letter per column, the last standing for the columns after it."""
+    assert markdown_table(["a", "b", "c"], [["x", "1", "2"]], align="lr") == [
+        "| a | b | c |", "|---|---:|---:|", "| x | 1 | 2 |"]
+    assert markdown_table(["a", "b", "c"], [], align="lrl")[1] == "|---|---:|---|"
+    assert markdown_table(["a", "b"], [["", "y"]]) == ["| a | b |", "|---|---|", "|  | y |"]
 
 
 def test_model_card(tmp_path: Path, make_model) -> None:

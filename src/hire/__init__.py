@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from hire.heads import build_head, describe_heads, head_names
-    from hire.model import HireConfig, HireModel, ModelConfig, ModelOutput, build_model, load_tokenizer
+    from hire.model import HireConfig, HireModel, ModelOutput, build_model, load_tokenizer
 
 __version__ = "0.1.0"
 _EXPORTS = {"build_head": "hire.heads", "describe_heads": "hire.heads", "head_names": "hire.heads",
-            "HireConfig": "hire.model", "HireModel": "hire.model", "ModelConfig": "hire.model",
-            "ModelOutput": "hire.model", "build_model": "hire.model", "load_tokenizer": "hire.model"}
-__all__ = ["HireConfig", "HireModel", "ModelConfig", "ModelOutput", "build_head", "build_model", "describe_heads",
+            "HireConfig": "hire.model", "HireModel": "hire.model", "ModelOutput": "hire.model",
+            "build_model": "hire.model", "load_tokenizer": "hire.model"}
+__all__ = ["HireConfig", "HireModel", "ModelOutput", "build_head", "build_model", "describe_heads",
            "head_names", "load_tokenizer"]
 
 
@@ -56,8 +56,9 @@ _AUTO_MODELS = "transformers.models.auto.modeling_auto"  # where AutoModelForSeq
 class _RegisterWithTransformers(importlib.abc.MetaPathFinder):
     """Registers the model type "hire" with ``transformers``' Auto classes as soon as they are imported.
 
-    Registering imports :mod:`hire.model`, and with it torch (seconds), which ``import hire`` must not: the
-    command line answers a bad option without torch. So this finder waits on ``sys.meta_path`` for the module
+    The Auto classes register a class, not a name to import later, and :class:`~hire.model.HireModel` needs torch
+    (seconds), which ``import hire`` must not load: the command line answers a bad option without torch. So
+    registering plainly here is ruled out, and this finder waits on ``sys.meta_path`` for the module
     that holds the Auto model classes, lets it load, then imports :mod:`hire.model` (which registers itself).
     """
 

@@ -36,7 +36,7 @@ from transformers import (
 from transformers.modeling_outputs import SequenceClassifierOutput
 
 from hire.encoder import Encoder, local_folder, resolve_encoder
-from hire.heads import build_head, check_head_options, head_options
+from hire.heads import build_head, check_head_options
 from hire.sharing import ModelCard, export_code, write_model_card
 
 CONFIG_NAME = "config.json"
@@ -93,9 +93,6 @@ class HireConfig(PretrainedConfig):
         self.id2label = dict(enumerate(names))
         self.label2id = {name: i for i, name in self.id2label.items()}
         self.problem_type = "regression" if num_labels == 1 else "single_label_classification"
-
-
-ModelConfig = HireConfig  # its name before hire models were transformers models
 
 
 def check_num_labels(num_labels: Any) -> int:
@@ -244,15 +241,15 @@ class HireModel(PreTrainedModel):
                         label_names: list[str] | None = None, map_location: str = "cpu", *model_args: Any,
                         **kwargs: Any) -> HireModel:
         """Load a saved model (in eval mode). Asking for another label set gives it a new, freshly initialised
-        final projection (W2, b2), as when fine-tuning RTE from an MNLI model. A folder saved before hire
-        models were ``transformers`` models loads too. ``kwargs`` go to ``transformers``' ``from_pretrained``."""
+        final projection (W2, b2), as when fine-tuning RTE from an MNLI model. ``kwargs`` go to ``transformers``'
+        ``from_pretrained``."""
         if num_labels is not None:
             num_labels = check_num_labels(num_labels)
         if label_names is not None:
             label_names = check_label_names(label_names, num_labels or _count(label_names))
         folder = local_folder(pretrained_model_name_or_path, "model")
         if "config" not in kwargs and folder is not None:
-            kwargs["config"] = load_config(folder)  # also converts an older folder
+            kwargs["config"] = load_config(folder)
             pretrained_model_name_or_path = folder
         if map_location != "cpu":
             kwargs.setdefault("device_map", map_location)
@@ -365,14 +362,8 @@ def check_right_padded(attention_mask: Tensor) -> None:
                          "(tokenizer.padding_side = 'right')")
 
 
-# config.json as hire wrote it before its models were transformers models (no model_type)
-_FIRST_FORMAT = {"encoder", "head", "head_options", "num_labels", "label_names", "classifier_dropout",
-                 "encoder_config", "text_columns"}
-_VARIANT_OPTIONS = {"weighting", "layers", "extractor", "fusion"}  # they chose a variant, now a head of its own
-
-
 def load_config(directory: str | Path) -> HireConfig:
-    """The configuration of a saved model folder, converting one saved in the first format."""
+    """The configuration of a saved model folder; a ValueError naming the file for anything else."""
     path = Path(directory) / CONFIG_NAME
     if not path.is_file():
         raise ValueError(f"{directory}: not a saved hire model (no {CONFIG_NAME})")
@@ -382,27 +373,10 @@ def load_config(directory: str | Path) -> HireConfig:
         raise ValueError(f"{path}: not a hire model configuration ({err})") from err
     if not isinstance(values, dict):
         raise ValueError(f"{path}: not a hire model configuration (not a JSON object)")
-    if "model_type" in values:
-        if values["model_type"] != HireConfig.model_type:
-            raise ValueError(f"{path}: a {values['model_type']!r} model, not a saved hire model")
-        return HireConfig.from_dict(values)
-    if "encoder" not in values or not set(values) <= _FIRST_FORMAT:
-        unknown = ", ".join(sorted(set(values) - _FIRST_FORMAT)) or "no encoder"
-        raise ValueError(f"{path}: not a hire model configuration ({unknown})")
-    return _from_first_format(path, values)
-
-
-def _from_first_format(path: Path, values: dict[str, Any]) -> HireConfig:
-    """The first format accepted, for every HIRE head, options that did not apply (training added ``seed`` to
-    all of them); those changed nothing and are dropped. A variant chosen by option is refused."""
-    head, options = values.get("head", "hire"), dict(values.get("head_options") or {})
-    valid = head_options(head)
-    variant = sorted(_VARIANT_OPTIONS & (set(options) - set(valid)))
-    if variant:
-        raise ValueError(f"{path}: head {head!r} with option {', '.join(variant)}, a variant that is now a head "
-                         f"of its own (`hire heads` lists them); this folder cannot be loaded as saved")
-    values["head_options"] = {k: v for k, v in options.items() if k in valid}
-    return HireConfig(**values)
+    if values.get("model_type") != HireConfig.model_type:
+        kind = f"a {values['model_type']!r} model" if "model_type" in values else "no model_type"
+        raise ValueError(f"{path}: {kind}, not a saved hire model")
+    return HireConfig.from_dict(values)
 
 
 def build_model(encoder: str | os.PathLike[str] | PretrainedConfig, head: str = "hire", num_labels: int = 2,

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 from hire.data.examples import DataError
 from hire.data.glue import GLUE_TASKS
+from hire.sharing import markdown_table  # the one table writer; see there why it lives in sharing
 
 
 def collect_runs(run_dirs: list[Path]) -> list[dict[str, Any]]:
@@ -63,6 +66,13 @@ def read_run_metrics(path: Path) -> dict[str, Any]:
     return final
 
 
+def csv_table(rows: list[list[str]]) -> str:
+    """Rows of text cells (the header first) as CSV text, one line each ending in a newline."""
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return buffer.getvalue()
+
+
 def runs_table(rows: list[dict[str, Any]]) -> str:
     """A Markdown table: one row per run, its dev metrics (x100), the score and the training time."""
     metric_names: list[str] = []
@@ -73,17 +83,16 @@ def runs_table(rows: list[dict[str, Any]]) -> str:
                 if key not in metric_names and name != "score":
                     metric_names.append(key)
     header = ["run", "task", "head", *metric_names, "score", "steps", "train time", "precision"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = []
     for row in rows:
         values = []
         for key in metric_names:
             split, _, name = key.rpartition("/")
             metrics = row["dev"][split] if split else next(iter(row["dev"].values()))
             values.append(f"{100 * metrics[name]:.2f}" if name in metrics else "")
-        lines.append("| " + " | ".join([Path(row["run"]).name, row["task"], row["head"], *values,
-                                        f"{100 * row['score']:.2f}", str(row["steps"]),
-                                        f"{row['train_seconds'] / 60:.1f} min", row["mixed_precision"]]) + " |")
-    return "\n".join(lines + glue_scores(rows))
+        lines.append([Path(row["run"]).name, row["task"], row["head"], *values, f"{100 * row['score']:.2f}",
+                      str(row["steps"]), f"{row['train_seconds'] / 60:.1f} min", row["mixed_precision"]])
+    return "\n".join(markdown_table(header, lines) + glue_scores(rows))
 
 
 def glue_scores(rows: list[dict[str, Any]]) -> list[str]:

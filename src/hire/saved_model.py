@@ -4,8 +4,8 @@ The commands check every option against the model's ``config.json`` (its labels,
 field's type checked) before loading anything, and that the folder holds whole weights (the safetensors headers,
 :func:`check_weights`) and a tokenizer (:func:`check_model_folder`); a run's ``best/`` also has the run folder
 beside it (``config.yaml``, ``metrics.json``, ``predictions/``), from which :func:`run_card` rebuilds its model
-card. Both of hire's ``config.json`` formats are read: the current one (a ``transformers`` config of model type
-``"hire"``) and the first one. A file that is not what hire writes is a ConfigError or DataError naming it.
+card. ``config.json`` is a ``transformers`` config of model type ``"hire"``. A file that is not what hire writes
+is a ConfigError or DataError naming it.
 """
 
 from __future__ import annotations

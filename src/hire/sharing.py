@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,16 @@ _FLAT_NAMES = {"hire." + path.removesuffix(".py").removesuffix("/__init__").repl
                for flat, path in CODE_FILES.items()}
 AUTO_MAP = {"AutoConfig": "modeling_hire.HireConfig",
             "AutoModelForSequenceClassification": "modeling_hire.HireModel"}
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str = "l") -> list[str]:
+    """The lines of a Markdown table of text cells. ``align`` has a letter a column, ``l`` (left) or ``r`` (right,
+    for numbers); its last letter stands for the columns after it: ``"lr"`` is text, then numbers.
+
+    hire's one table writer. It lives here because the modelling code exported with a model (this module among
+    it) may import nothing else; :mod:`hire.reporting` and the lab take it from here."""
+    rule = "".join("---:|" if align[min(i, len(align) - 1)] == "r" else "---|" for i in range(len(header)))
+    return ["| " + " | ".join(header) + " |", "|" + rule, *("| " + " | ".join(row) + " |" for row in rows)]
 
 
 @dataclass
@@ -64,21 +74,16 @@ def write_model_card(directory: str | Path, config: Any, card: ModelCard, with_c
              f"A Transformer encoder fine-tuned with the head `{config.head}`, which reads all of its hidden layers "
              "(hire: HIRE, Zhao & Yang, *Deepening Hidden Representations from Pre-trained Language Models*, with "
              "its ablations and baselines).", "",
-             "| | |", "|---|---|",
-             f"| encoder | `{config.encoder}` ({encoder_type}, {layers} layers, hidden size {width}) |",
-             f"| head | `{config.head}` ({options}) |",
-             f"| labels | {labels} |"]
-    if config.text_columns:
-        lines.append(f"| text columns | {', '.join(config.text_columns)} |")
+             *markdown_table(["", ""], [
+                 ["encoder", f"`{config.encoder}` ({encoder_type}, {layers} layers, hidden size {width})"],
+                 ["head", f"`{config.head}` ({options})"], ["labels", labels],
+                 *([["text columns", ", ".join(config.text_columns)]] if config.text_columns else [])])]
     if card.metrics:
-        lines += ["", "## Dev metrics", "", "| split | metric | value |", "|---|---|---|"]
-        lines += [f"| {split} | {name} | {value:.4f} |" for split, values in card.metrics.items()
-                  for name, value in values.items()]
+        lines += ["", "## Dev metrics", "", *markdown_table(["split", "metric", "value"], [
+            [split, name, f"{value:.4f}"] for split, values in card.metrics.items() for name, value in values.items()])]
     if card.layer_weights is not None:
-        lines += ["", "## Mean layer weights over the dev examples", "",
-                  "| " + " | ".join(f"H_{i}" for i in range(len(card.layer_weights))) + " |",
-                  "|" + "---|" * len(card.layer_weights),
-                  "| " + " | ".join(f"{w:.3f}" for w in card.layer_weights) + " |"]
+        lines += ["", "## Mean layer weights over the dev examples", "", *markdown_table(
+            [f"H_{i}" for i in range(len(card.layer_weights))], [[f"{w:.3f}" for w in card.layer_weights]])]
     if card.recipe:
         lines += ["", "## Training recipe", "", "```json", json.dumps(card.recipe, indent=2), "```"]
     lines += ["", "## Use", "", "```python", "import hire  # registers the model type 'hire' with transformers",

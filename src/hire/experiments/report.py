@@ -26,6 +26,7 @@ from hire.experiments.experiment import Experiment
 from hire.experiments.records import Records, json_bytes, load_records, write_if_changed
 from hire.experiments.summary import adopted_text, runs_summary
 from hire.experiments.tables import WEIGHTS_NOTE, WEIGHTS_TITLE, csv_text, markdown
+from hire.reporting import markdown_table
 
 
 def _cells_rows(exp: Experiment, records: Records) -> list[list[str]]:
@@ -69,8 +70,7 @@ def layer_weights_table(rows: list[tuple[str, float, list[float], int]]) -> tupl
 
 def layer_weights_files(header: list[str], lines: list[list[str]]) -> tuple[str, str]:
     """The per-run layer weights as Markdown (for report.md) and CSV."""
-    md = [f"## {WEIGHTS_TITLE}", "", WEIGHTS_NOTE, "", "| " + " | ".join(header) + " |",
-          "|---|" + "---:|" * (len(header) - 1), *("| " + " | ".join(line) + " |" for line in lines)]
+    md = [f"## {WEIGHTS_TITLE}", "", WEIGHTS_NOTE, "", *markdown_table(header, lines, align="lr")]
     return "\n".join(md) + "\n", "\n".join(",".join(x) for x in [header, *lines]) + "\n"
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from hire.data.examples import DataError
 from hire.data.glue import get_task
+from hire.reporting import markdown_table
 
 AVERAGE = "Avg"
 
@@ -130,11 +131,6 @@ def precision_text(precisions: dict[str, list[str]]) -> str:
             + ": the table mixes precisions across tasks" + (f", and {within}." if within else "."))
 
 
-def _table(header: list[str], lines: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
-    return out + ["| " + " | ".join(cells) + " |" for cells in lines]
-
-
 def markdown(data: dict[str, Any]) -> str:
     """The table in Markdown: medians, mean ± std, paired differences."""
     cols, seeds = columns(data), typical_seeds(data)
@@ -150,22 +146,23 @@ def markdown(data: dict[str, Any]) -> str:
         brackets = ""
     out = [f"## {data['title']}", "",
            f"Dev scores x100, median of n={seeds} seeds{brackets}; the best median of each column in bold.", ""]
-    out += _table(header, [[_escape(r["label"]), *(median_cell(r, k, best[k], seeds) for _, k in cols)]
-                           for r in rows])
+    out += markdown_table(header, [[_escape(r["label"]), *(median_cell(r, k, best[k], seeds) for _, k in cols)]
+                                   for r in rows], align="lr")
     scores = "; ".join(f"{t}: {metric_text(t, m)}" for t, m in data["metrics"].items())
     out += ["", f"Scores: {scores}." + (f" {AVERAGE}: mean over the tasks (GLUE-style)." if len(cols) > 1 else "")
             + f" n={seeds} seeds per cell; a cell with fewer says so (n=k)."
             + "".join(f" {text}" for text in (precision_text(data.get("precisions", {})), data["note"]) if text)]
     out += ["", "### Mean ± standard deviation over seeds", ""]
-    out += _table(header, [[_escape(r["label"]), *(spread_cell(r, k) for _, k in cols)] for r in rows])
+    out += markdown_table(header, [[_escape(r["label"]), *(spread_cell(r, k) for _, k in cols)] for r in rows],
+                          align="lr")
     compared = [r for r in rows if r["baseline"]]
     if compared:
         out += ["", "### Paired differences to the baseline", "",
                 "Same seed = same data order: per-seed differences, their mean with a bootstrap 95% interval "
                 "(10,000 resamples), the Wilcoxon signed-rank p-value (n/a below 5 pairs) and their median.", ""]
-        out += _table(["Model", *(h for h, _ in cols)],
-                      [[_escape(f"{r['label']} − {r['baseline']}"), *(paired_cell(r, k) for _, k in cols)]
-                       for r in compared])
+        out += markdown_table(["Model", *(h for h, _ in cols)],
+                              [[_escape(f"{r['label']} − {r['baseline']}"), *(paired_cell(r, k) for _, k in cols)]
+                               for r in compared], align="lr")
     return "\n".join(out) + "\n"
 
 

@@ -18,6 +18,8 @@ from torch import Tensor, nn
 
 from hire.heads.base import Head, HeadOutput
 
+POOLINGS: tuple[str, ...] = ("cls", "sep", "mean", "max")  # the modes of Pooling and pool()
+
 
 def _check_layer(layer: int, num_hidden_states: int) -> int:
     """A hidden-state index (negative counts from the last, as in Python) -> 0..l."""
@@ -80,8 +82,7 @@ class Pooling(Head):
     def __init__(self, hidden_size: int, num_hidden_states: int,
                  mode: Literal["cls", "sep", "mean", "max"] = "cls", layer: int = -1):
         super().__init__()
-        if mode not in ("cls", "sep", "mean", "max"):
-            raise ValueError(f"pooling mode must be 'cls', 'sep', 'mean' or 'max', not {mode!r}")
+        _check_mode(mode)
         self.mode, self.layer = mode, _check_layer(layer, num_hidden_states)
         self.reads_last_layer = self.layer == num_hidden_states - 1
         self.output_dim = hidden_size
@@ -91,15 +92,21 @@ class Pooling(Head):
 
 
 def pool(h: Tensor, mask: Tensor, mode: str) -> Tensor:
-    """Pool (B, n, d) over the real tokens of ``mask`` (B, n) -> (B, d)."""
-    if mode not in ("cls", "sep", "mean", "max"):
-        raise ValueError(f"pooling mode must be 'cls', 'sep', 'mean' or 'max', not {mode!r}")
+    """Pool (B, ..., n, d) over the real tokens of ``mask`` (B, n) -> (B, ..., d), in ``h``'s dtype. The tokens
+    are the axis before last, so one call pools a stack of hidden states (B, l + 1, n, d) as the probe does."""
+    _check_mode(mode)
     if mode == "cls":
-        return h[:, 0]
-    if mode == "sep":
-        last = (mask.sum(-1) - 1).clamp(min=0)  # the final separator is the last real token
-        return h[torch.arange(h.shape[0], device=h.device), last]
-    real = mask.unsqueeze(-1).bool()  # (B, n, 1)
+        return h[..., 0, :]
+    lengths = mask.sum(-1).reshape(-1, *[1] * (h.dim() - 2))  # (B, 1, ..., 1): real tokens per example
+    if mode == "sep":  # the final separator is the last real token
+        last = (lengths - 1).clamp(min=0).unsqueeze(-1).expand(*h.shape[:-2], 1, h.shape[-1])
+        return h.gather(-2, last).squeeze(-2)
+    real = mask.bool().reshape(mask.shape[0], *[1] * (h.dim() - 3), mask.shape[1], 1)  # (B, 1, ..., n, 1)
     if mode == "mean":
-        return (h * real).sum(1) / real.sum(1).clamp(min=1)
-    return h.masked_fill(~real, torch.finfo(h.dtype).min).amax(1)
+        return (h * real).sum(-2) / lengths.clamp(min=1)
+    return h.masked_fill(~real, torch.finfo(h.dtype).min).amax(-2)
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in POOLINGS:
+        raise ValueError(f"pooling mode must be 'cls', 'sep', 'mean' or 'max', not {mode!r}")

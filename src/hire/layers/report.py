@@ -9,11 +9,11 @@ CSV says which source layer made each state. ``reconstruction.png``: accuracy ag
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from pathlib import Path
 from typing import Any
+
+from hire.reporting import csv_table, markdown_table
 
 RESULTS, TABLE, PLOT = "results.json", "reconstruction", "reconstruction.png"
 FORMAT = "hire-reconstruct/1"  # results.json's format
@@ -60,17 +60,6 @@ def _table(results: dict[str, Any]) -> tuple[list[str], list[list[str]], list[li
         rows.append([str(j), *cells, *[source_layers(e)[j] if j <= e["num_layers"] else "" for e in deepened]])
     csv_header = ["hidden_state", *[e["label"] for e in encoders], *[f"{e['label']} source layer" for e in deepened]]
     return header, md, [csv_header, *rows]
-
-
-def _markdown(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
-
-
-def _csv(rows: list[list[str]]) -> str:
-    buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerows(rows)
-    return buffer.getvalue()
 
 
 def describe(results: dict[str, Any]) -> list[str]:
@@ -129,9 +118,9 @@ def write_report(results: dict[str, Any], out: str | Path) -> str:
     out.mkdir(parents=True, exist_ok=True)
     header, md, csv_rows = _table(results)
     text = "\n".join(["# Input reconstruction per hidden state", "", *describe(results), "",
-                      _markdown(header, md), "", f"![reconstruction per hidden state]({PLOT})", ""])
+                      *markdown_table(header, md, align="lr"), "", f"![reconstruction per hidden state]({PLOT})", ""])
     (out / f"{TABLE}.md").write_text(text)
-    (out / f"{TABLE}.csv").write_text(_csv(csv_rows))
+    (out / f"{TABLE}.csv").write_text(csv_table(csv_rows))
     plot(results, out / PLOT)
     return text
 

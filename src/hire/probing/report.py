@@ -9,12 +9,11 @@ encoder. Across tasks: each pooling's average over the Transformer layers ``1..l
 
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 from typing import Any
 
 from hire.probing.pooling import POOLINGS
+from hire.reporting import csv_table, markdown_table
 
 _STYLES = ("-", "--", ":", "-.")
 _COLOURS = {"cls": "#1f77b4", "sep": "#ff7f0e", "mean": "#2ca02c", "max": "#d62728"}
@@ -38,18 +37,6 @@ def _best(table: dict[str, dict[str, float]]) -> tuple[str, str]:
 
 def _pct(value: float) -> str:
     return f"{100 * value:.2f}"
-
-
-def _markdown(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
-
-
-def _csv(header: list[str], rows: list[list[str]]) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerows([header, *rows])
-    return buffer.getvalue()
 
 
 def score_table(table: dict[str, dict[str, float]]) -> tuple[list[str], list[list[str]], list[list[str]]]:
@@ -133,15 +120,15 @@ def task_report(name: str, task: dict[str, Any], labels: list[str], folds: int, 
     tables = {label: grid(task["results"][label], task["headline"]) for label in labels}
     for label in labels:
         header, md, rows = score_table(tables[label])
-        _write(folder / f"table-{slug(label)}.csv", _csv([*header, "best"], rows))
+        _write(folder / f"table-{slug(label)}.csv", csv_table([[*header, "best"], *rows]))
         row, p = _best(tables[label])
-        parts += [f"### {label}", "", _markdown(header, md), "",
+        parts += [f"### {label}", "", *markdown_table(header, md, align="lr"), "",
                   f"Best: hidden state {row}, {p} pooling: {_pct(tables[label][row][p])}.", ""]
     for label in labels[1:]:
         diff = difference(tables[labels[0]], tables[label])
         header = ["hidden state", *POOLINGS]
-        _write(folder / f"difference-{slug(label)}.csv", _csv(header, diff))
-        parts += [f"### {label} minus {labels[0]} (points)", "", _markdown(header, diff), ""]
+        _write(folder / f"difference-{slug(label)}.csv", csv_table([header, *diff]))
+        parts += [f"### {label} minus {labels[0]} (points)", "", *markdown_table(header, diff, align="lr"), ""]
     plot_layers(folder / "layers.png", name, task, labels)
     parts += [f"![{name}: score by layer]({slug(name)}/layers.png)", ""]
     text = "\n".join(parts)
@@ -164,9 +151,9 @@ def averages_section(results: dict[str, Any], labels: list[str], out: Path) -> s
             if avgs:  # an encoder probed on fewer tasks than the grid says over how many it averages
                 name = "mean" if len(avgs) == len(results["tasks"]) else f"mean of {len(avgs)} tasks"
                 rows.append([name, label, *[_pct(sum(a[p] for a in avgs) / len(avgs)) for p in POOLINGS]])
-    _write(out / "poolings.csv", _csv(header, rows))
+    _write(out / "poolings.csv", csv_table([header, *rows]))
     text = "\n".join(["## Pooling averages over layers 1..l (the study's Table 1)", "",
-                      _markdown(header, rows), ""])
+                      *markdown_table(header, rows, align="lr"), ""])
     _write(out / "poolings.md", text)
     return text
 
@@ -191,10 +178,10 @@ def which_layer_section(results: dict[str, Any], labels: list[str], out: Path) -
             concatenations = [row for row in table if not row.isdigit()]
             rows.append([name, label, _best_of(table, states[-1:], name_row=False), _best_of(table, states),
                          _best_of(table, concatenations)])
-    _write(out / "which_layer.csv", _csv(header, rows))
+    _write(out / "which_layer.csv", csv_table([header, *rows]))
     text = "\n".join(["## Which layer? The last layer against the best single state and concatenation", "",
                       "Scores x 100 on each task's headline split, with the hidden state (0 = embeddings) and "
-                      "pooling that gave them.", "", _markdown(header, rows), ""])
+                      "pooling that gave them.", "", *markdown_table(header, rows, align="lr"), ""])
     _write(out / "which_layer.md", text)
     return text
 
@@ -217,7 +204,7 @@ def timing_section(results: dict[str, Any], labels: list[str]) -> str:
              f"{m.get('fit_threads', 1)} BLAS thread(s) fitting, "
              f"precision {m['precision']}, features stored as {m['cache_dtype']}; torch {m['torch']}, "
              f"scikit-learn {m['sklearn']}")
-    return "\n".join(["## Time", "", where, "", _markdown(header, rows), "", total, ""])
+    return "\n".join(["## Time", "", where, "", *markdown_table(header, rows, align="lr"), "", total, ""])
 
 
 def write_report(results: dict[str, Any], out: str | Path) -> str:
