@@ -46,7 +46,7 @@ CASES: list[tuple[str, list[str], str]] = [
     ("epochs-negative", [*TRAIN, "--train.epochs", "-1"], "--train.epochs: must be >= 1, not -1"),
     ("lr-negative", [*TRAIN, "--train.lr", "-1"], "--train.lr: must be >= 0, not -1.0"),
     ("lr-not-a-number", [*TRAIN, "--train.lr", "fast"], "--train.lr: expected a number"),
-    ("lr-nan", [*TRAIN, "--train.lr", "nan"], "--train.lr: expected a number, not nan"),
+    ("lr-nan", [*TRAIN, "--train.lr", "nan"], "--train.lr: must be a finite number, not nan"),
     ("head-lr-0", [*TRAIN, "--train.head_lr", "0"], "--train.head_lr: must be > 0"),
     ("adam-beta1-2", [*TRAIN, "--train.adam_beta1", "2"], "--train.adam_beta1: must be in [0, 1)"),
     ("adam-beta2-1", [*TRAIN, "--train.adam_beta2", "1"], "--train.adam_beta2: must be in [0, 1)"),
@@ -65,11 +65,11 @@ CASES: list[tuple[str, list[str], str]] = [
     # -- the head and its options
     ("unknown-head", [*TRAIN, "--model.head", "hyre"], "unknown head 'hyre'"),
     ("head-option-type", [*TRAIN, "--model.head", "hire", "--model.head_options", "fusion_layers=abc"],
-     "--model.head_options: fusion_layers must be an integer, not 'abc'"),
+     "--model.head_options: fusion_layers: expected an integer, not 'abc'"),
     ("head-option-range", [*TRAIN, "--model.head", "hire", "--model.head_options", "fusion_layers=9"],
-     "fusion_layers must be 0-3"),
+     "--model.head_options: fusion_layers: must be in [0, 3], not 9"),
     ("head-option-dropout", [*TRAIN, "--model.head", "hire", "--model.head_options", "dropout=1.5"],
-     "--model.head_options: dropout must be in [0, 1)"),
+     "--model.head_options: dropout: must be in [0, 1), not 1.5"),
     ("head-option-unknown", [*TRAIN, "--model.head_options", "fusion_layers=1"], "has no option 'fusion_layers'"),
     ("head-options-bad-json", [*TRAIN, "--model.head_options", '{"k": '], "--model.head_options: not valid JSON"),
     # -- what the options name: encoder, model to start from, output folder, --config

@@ -71,7 +71,7 @@ CASES: list[tuple[str, dict[str, str], list[str], str]] = [
     ("experiment-seed-negative", {"{tmp}/exp.yaml": EXP + "seeds: [-1]\n"}, STATUS, "exp.yaml: seeds: must be"),
     ("experiment-head-option-range", {"{tmp}/exp.yaml": EXP.replace("[hire]", "[hire], model.head_options: "
                                                                     "[{fusion_layers: 7}]")}, STATUS,
-     "exp.yaml: grid: fusion_layers must be 0-3"),
+     "exp.yaml: grid: fusion_layers: must be in [0, 3]"),
     ("experiment-glue-task-with-custom-file", {"{tmp}/exp.yaml": EXP.replace("[hire]", "[hire], data.train_file: "
                                                                              "['{tmp}/train.csv']")}, STATUS,
      "exp.yaml: grid: data.train_file: only for --data.task custom"),

@@ -435,7 +435,8 @@ def test_a_regression_dev_file_needs_two_different_scores(tmp_path: Path, dev: s
     (tmp_path / "dev.csv").write_text(dev)
     cfg = DataConfig(task="custom", train_file=str(tmp_path / "train.csv"), dev_file=str(tmp_path / "dev.csv"),
                      text_columns=["text"], regression=True)
-    with pytest.raises(DataError, match=r"^--data.dev_file \S+dev\.csv: one score \(0\.5\) in its [12] rows?; .* at least two different scores$"):
+    message = r"^--data.dev_file \S+dev\.csv: one score \(0\.5\) in its [12] rows?; .* at least two different scores$"
+    with pytest.raises(DataError, match=message):
         load_task(cfg)
     (tmp_path / "dev.csv").write_text("text,label\nd,0.5\ne,0.7\n")
     assert len(load_task(cfg).dev["dev"]) == 2

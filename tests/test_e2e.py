@@ -145,7 +145,7 @@ def test_finished_or_foreign_runs_are_never_overwritten(finished_run: Path, enco
     [
         (["--train.lr", "fast"], "--train.lr: expected a number"),
         (["--model.head", "hyre"], "unknown head 'hyre'"),
-        (["--model.head_options", "fusion_layers=9"], "fusion_layers must be 0-3"),
+        (["--model.head_options", "fusion_layers=9"], "fusion_layers: must be in [0, 3]"),
         (["--data.task", "GLUEY"], "GLUEY"),
         (["--train.mixed_precision", "fp8"], "--train.mixed_precision: expected one of auto, no, bf16, fp16"),
     ],

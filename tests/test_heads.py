@@ -396,7 +396,7 @@ def test_score_activation_is_checked(make_config):
     from hire.checks import check_head
     from hire.config import ConfigError
 
-    with pytest.raises(ConfigError, match="score_activation must be"):
+    with pytest.raises(ConfigError, match="score_activation: expected one of relu, none"):
         check_head("hire", {"score_activation": "sigmoid"})
     with pytest.raises(ConfigError, match="has no option 'score_activation'"):
         check_head("hire-mean-all", {"score_activation": "none"})

@@ -157,7 +157,9 @@ def test_help_explains_every_option_by_section(capsys: pytest.CaptureFixture) ->
     assert sections == sorted(sections)
     for name, _, f in option_fields(RunConfig):
         assert f"--{name}" in text and "".join(f.metadata["help"].split()) in text, name
-    assert "--train.lrLRpeaklearningrate" in text and "(type:float,default:2e-05)" in text
+    # A range is the option's type, named in the help: the parser checks it where it reads the value.
+    assert "--train.lrLRpeaklearningrate" in text and "(type:NonNegativeFloat,default:2e-05)" in text
+    assert "(type:Optional[AtLeast1],default:null)" in text
     assert "(type:list[str],default:['sentence'])" in text and "--configCONFIG" in text
 
 

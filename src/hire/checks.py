@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hire.config import HEAD_OPTION_RANGES, ConfigError, describe_type, type_ok
+from hire.config import ConfigError
 
 
 def check_text_columns(columns: list[str], label_column: str | None, option: str, label_option: str) -> None:
@@ -167,24 +167,18 @@ def check_encoder(name: str, option: str) -> None:
 
 
 def check_head(head: str, options: dict[str, Any]) -> None:
-    """The head exists, and takes each of ``options`` with a value of its type and range."""
-    from hire.heads import head_option_types
+    """The head exists, and takes each of ``options`` with a value of its type and range (as the head declares
+    them: :func:`hire.heads.check_head_options`)."""
+    from hire.heads import check_head_options, head_options
 
     try:
-        types_by_name = head_option_types(head)
+        head_options(head)
     except ValueError as err:
         raise ConfigError(f"--model.head: {err}") from None
-    unknown = sorted(set(options) - set(types_by_name))
-    if unknown:
-        raise ConfigError(f"--model.head_options: head {head!r} has no option {', '.join(map(repr, unknown))}; "
-                          f"its options are: {', '.join(types_by_name) or '(none)'}")
-    for key, value in options.items():
-        tp = types_by_name[key]
-        if not type_ok(value, tp):
-            raise ConfigError(f"--model.head_options: {key} must be {describe_type(tp)}, not {value!r}")
-        rule = HEAD_OPTION_RANGES.get(key)
-        if rule is not None and value is not None and not rule[1](value):
-            raise ConfigError(f"--model.head_options: {key} must be {rule[0]}, not {value!r}")
+    try:
+        check_head_options(head, options)
+    except ValueError as err:
+        raise ConfigError(f"--model.head_options: {str(err).removeprefix(f'head {head!r}: option ')}") from None
 
 
 @contextmanager

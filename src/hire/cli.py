@@ -5,9 +5,10 @@
 group (``pyproject.toml``): each entry is a function that adds its commands to the parser's sub-commands. The
 core library never imports the lab; the lab builds on the core (an import-linter contract checks it).
 
-``hire train`` takes its options from the typed configuration in :mod:`hire.config` (``--train.lr``,
-``--model.head`` ...), optionally on top of a YAML file (``--config configs/cola-minilm.yaml``), parsed by
-jsonargparse (:mod:`hire.options`).
+Every core command is typed and parsed by jsonargparse (:mod:`hire.options`): ``hire train`` takes its options
+from the typed configuration in :mod:`hire.config` (``--train.lr``, ``--model.head`` ...), optionally on top of
+a YAML file (``--config configs/cola-minilm.yaml``); the others from the dataclass of their options
+(:mod:`hire.commands`). Ranges and choices are the options' types, checked where the value is read.
 Bad options and bad data stop the command, before anything on disk changes, with one line naming the
 option, file or line at fault (exit status 2); so do a full disk or a read-only folder, naming the path.
 An interrupted command says so in one line (exit status 130). ``HIRE_DEBUG=1`` shows full tracebacks.
@@ -35,10 +36,10 @@ def resolve_run_config(options: list[str]) -> RunConfig:
     return cfg
 
 
-def _cmd_train(args: argparse.Namespace) -> int:
+def _cmd_train(words: list[str]) -> int:
     from hire.options import config_text, take_print_config
 
-    options, printing = take_print_config(args.options)
+    options, printing = take_print_config(words)
     cfg = resolve_run_config(options)  # every option checked before torch is even imported
     if printing is not None:  # --print_config: what would run, once it is known to be valid
         print(config_text(cfg, printing), end="")
@@ -71,12 +72,9 @@ def build_parser() -> _Parser:
     parser = _Parser(prog="hire", description=__doc__.split("\n\n")[0],
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    # Every word after `train` goes, as it is, to the jsonargparse parser of hire.options (options, --config,
-    # --help): the prefix character is one no word holds (NUL), so argparse takes none for an option of its own.
-    train = sub.add_parser("train", help="fine-tune an encoder with a head on a GLUE task or your own data",
-                           add_help=False, prefix_chars="\0")
-    train.add_argument("options", nargs=argparse.REMAINDER)
-    train.set_defaults(func=_cmd_train)
+    from hire.options import add_typed_command  # jsonargparse: every core command is typed
+
+    add_typed_command(sub, "train", _cmd_train, "fine-tune an encoder with a head on a GLUE task or your own data")
     commands.add_commands(sub)
     for plugin in plugin_commands():
         plugin.load()(sub)

@@ -20,8 +20,9 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from hire.checks import (
     check_input_file,
@@ -30,9 +31,10 @@ from hire.checks import (
     check_text_columns,
     writing,
 )
-from hire.config import MIN_MAX_LENGTH, ConfigError, DataConfig, check_max_length
+from hire.config import AtLeast1, ConfigError, DataConfig, MaxLength, check_max_length
 from hire.data.examples import DataError
 from hire.data.glue import data_dir_option, get_task, task_text_columns
+from hire.options import option, typed_command
 from hire.runs import check_not_run_file, is_run_folder, replacing, write_atomic
 from hire.saved_model import (
     check_model_folder,
@@ -42,19 +44,6 @@ from hire.saved_model import (
     saved_num_labels,
     trained_text_columns,
 )
-
-
-def _at_least(minimum: int) -> Any:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, not {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, not {value}")
-        return value
-
-    return parse
 
 
 def _texts(columns: list[str] | tuple[str, ...]) -> str:
@@ -119,7 +108,7 @@ def default_eval_dir(model_dir: str | Path, task: str) -> Path:
     return model / f"eval-{task}"
 
 
-def _cmd_evaluate(args: argparse.Namespace) -> int:
+def _cmd_evaluate(args: EvaluateOptions) -> int:
     config = check_model_folder(args.model)
     try:
         spec = get_task(args.task)
@@ -154,7 +143,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_predict(args: argparse.Namespace) -> int:
+def _cmd_predict(args: PredictOptions) -> int:
     from hire.data.files import read_table
 
     config = check_model_folder(args.model)
@@ -189,7 +178,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_export(args: argparse.Namespace) -> int:
+def _cmd_export(args: ExportOptions) -> int:
     check_model_folder(args.model)  # a model without a tokenizer is refused: the copy would not run on text
     out = Path(args.output_dir).expanduser()
     check_output_folder(out, "--output_dir")
@@ -268,7 +257,7 @@ def _named_at(err: Exception, staged: Path, out: Path) -> Exception:
     return OSError(err.errno, err.strerror, names[0] or str(out), None, names[1])
 
 
-def _cmd_heads(args: argparse.Namespace) -> int:
+def _cmd_heads(args: HeadsOptions) -> int:
     from hire.heads import describe_heads, head_options
 
     for name, doc in describe_heads().items():
@@ -277,7 +266,7 @@ def _cmd_heads(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_report(args: argparse.Namespace) -> int:
+def _cmd_report(args: ReportOptions) -> int:
     for run in args.runs:
         if not Path(run).is_dir():
             raise ConfigError(f"{run}: no such run folder")
@@ -304,55 +293,74 @@ def _check_not_in_model(path: Path, option: str, model_dir: str) -> None:
                           "path")
 
 
+# -- the options of each command: typed dataclasses, parsed by jsonargparse as ``hire train``'s (hire.options) ----
+Precision = Literal["auto", "no", "bf16", "fp16"]
+
+
+@dataclass(kw_only=True)
+class ModelOptions:
+    model: str = option("a saved model folder (a run's best/)")
+
+
+@dataclass(kw_only=True)
+class _PredictingOptions(ModelOptions):
+    batch_size: AtLeast1 = option("examples per batch", 64)
+    max_length: MaxLength = option("maximum tokens per example", 128)
+    mixed_precision: Precision = option("precision of the forward pass (no = fp32)", "no")
+
+
+@dataclass(kw_only=True)
+class EvaluateOptions(_PredictingOptions):
+    task: str = option("GLUE task name")
+    split: Literal["dev", "test", "all"] = option("which splits", "dev")
+    data_dir: str | None = option("GLUE folder (default: $HIRE_GLUE_DIR or ../shared/data/glue)", None)
+    max_examples: AtLeast1 | None = option("only the first N examples of each split", None)
+    output_dir: str | None = option("where predictions and metrics go (default: RUN/eval-TASK beside the model when "
+                                    "MODEL is a run's best/, whose files only hire train writes; else "
+                                    "MODEL/eval-TASK); never a run folder or one of its files", None)
+
+
+@dataclass(kw_only=True)
+class PredictOptions(_PredictingOptions):
+    input: str = option("file to predict (.csv, .tsv, .jsonl with a header)")
+    text_columns: str | None = option("one or two text columns, comma-separated (default: those the model was "
+                                      "trained on, where its run folder says, else sentence)", None)
+    label_column: str = option("label column, if the file has one (kept as gold; its labels must be the model's)",
+                               "label")
+    output: str | None = option("predictions file (default: INPUT.predictions.jsonl); never the input, a file of "
+                                "the model or of a run", None)
+
+
+@dataclass(kw_only=True)
+class ExportOptions(ModelOptions):
+    output_dir: str = option("where the copy goes (a new or empty folder, never among a run's own files)")
+
+
+@dataclass(kw_only=True)
+class HeadsOptions:
+    pass
+
+
+@dataclass(kw_only=True)
+class ReportOptions:
+    runs: list[str] = option("run folders (each with a metrics.json)", positional=True)
+    markdown: str | None = option("also write the table to this Markdown file (not a run's file)", None)
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--model", required=True, help="a saved model folder (a run's best/)")
-        p.add_argument("--batch_size", type=_at_least(1), default=64, help="examples per batch (default: 64)")
-        p.add_argument("--max_length", type=_at_least(MIN_MAX_LENGTH), default=128,
-                       help="maximum tokens per example (default: 128)")
-        p.add_argument("--mixed_precision", choices=["auto", "no", "bf16", "fp16"], default="no",
-                       help="precision of the forward pass (default: no = fp32)")
-
-    ev = sub.add_parser("evaluate", help="score a saved model on a GLUE task's dev or test split",
-                        description="Score a saved model on a task's dev splits (metrics) or predict its "
-                        "test splits (GLUE submission files).")
-    common(ev)
-    ev.add_argument("--task", required=True, help="GLUE task name")
-    ev.add_argument("--split", choices=["dev", "test", "all"], default="dev", help="which splits (default: dev)")
-    ev.add_argument("--data_dir", help="GLUE folder (default: $HIRE_GLUE_DIR or ../shared/data/glue)")
-    ev.add_argument("--max_examples", type=_at_least(1), help="only the first N examples of each split")
-    ev.add_argument("--output_dir", help="where predictions and metrics go (default: RUN/eval-TASK beside the model "
-                    "when MODEL is a run's best/, whose files only hire train writes; else MODEL/eval-TASK); never "
-                    "a run folder or one of its files")
-    ev.set_defaults(func=_cmd_evaluate)
-
-    pr = sub.add_parser("predict", help="predict a file of your own with a saved model",
-                        description="Predict every row of a CSV, TSV or JSON-lines file; reports examples/s.")
-    common(pr)
-    pr.add_argument("--input", required=True, help="file to predict (.csv, .tsv, .jsonl with a header)")
-    pr.add_argument("--text_columns", help="one or two text columns, comma-separated (default: those the model "
-                    "was trained on, where its run folder says, else sentence)")
-    pr.add_argument("--label_column", default="label", help="label column, if the file has one (kept as gold; "
-                    "its labels must be the model's)")
-    pr.add_argument("--output", help="predictions file (default: INPUT.predictions.jsonl); never the input, a "
-                    "file of the model or of a run")
-    pr.set_defaults(func=_cmd_predict)
-
-    ex = sub.add_parser("export", help="copy a saved model with its modelling code, to load without hire",
-                        description="Write a saved model (converted to the current format) with its tokenizer, "
-                        "model card and modelling code, so that transformers loads it with trust_remote_code=True "
-                        "where hire is not installed. A model folder without a tokenizer is refused. The copy is "
-                        "written beside --output_dir under a temporary name and renamed into place once complete: "
-                        "a failed export (a full disk) leaves nothing behind.")
-    ex.add_argument("--model", required=True, help="a saved model folder (a run's best/)")
-    ex.add_argument("--output_dir", required=True,
-                    help="where the copy goes (a new or empty folder, never among a run's own files)")
-    ex.set_defaults(func=_cmd_export)
-
-    hd = sub.add_parser("heads", help="list the heads and their options")
-    hd.set_defaults(func=_cmd_heads)
-
-    rp = sub.add_parser("report", help="tabulate the dev scores of finished runs side by side")
-    rp.add_argument("runs", nargs="+", help="run folders (each with a metrics.json)")
-    rp.add_argument("--markdown", help="also write the table to this Markdown file (not a run's file)")
-    rp.set_defaults(func=_cmd_report)
+    """Add the commands on saved models and run folders to ``hire``'s sub-commands."""
+    typed_command(sub, "evaluate", EvaluateOptions, _cmd_evaluate,
+                  "score a saved model on a GLUE task's dev or test split",
+                  "Score a saved model on a task's dev splits (metrics) or predict its test splits (GLUE submission "
+                  "files).")
+    typed_command(sub, "predict", PredictOptions, _cmd_predict, "predict a file of your own with a saved model",
+                  "Predict every row of a CSV, TSV or JSON-lines file; reports examples/s.")
+    typed_command(sub, "export", ExportOptions, _cmd_export,
+                  "copy a saved model with its modelling code, to load without hire",
+                  "Write a saved model (converted to the current format) with its tokenizer, model card and "
+                  "modelling code, so that transformers loads it with trust_remote_code=True where hire is not "
+                  "installed. A model folder without a tokenizer is refused. The copy is written beside "
+                  "--output_dir under a temporary name and renamed into place once complete: a failed export (a "
+                  "full disk) leaves nothing behind.")
+    typed_command(sub, "heads", HeadsOptions, _cmd_heads, "list the heads and their options")
+    typed_command(sub, "report", ReportOptions, _cmd_report, "tabulate the dev scores of finished runs side by side")

@@ -15,17 +15,19 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import filecmp
-import math
 import os
 import types
 import typing
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
 
 import yaml
+from jsonargparse.typing import ClosedUnitInterval, NonNegativeFloat, PositiveFloat, restricted_number_type
+
+from hire.optiontypes import value_problem
 
 MIN_MAX_LENGTH = 8  # tokens: room for a pair's special tokens (4 for RoBERTa) and some text of each side
 
@@ -34,21 +36,28 @@ class ConfigError(ValueError):
     """A bad option or configuration file; the message starts with the option or file at fault."""
 
 
-Rule = tuple[str, Callable[[Any], bool]]  # a range: its text for messages, and the test
-_AT_LEAST_1 = (">= 1", lambda v: v >= 1)
-_POSITIVE = ("> 0", lambda v: v > 0)
-_NON_NEGATIVE = (">= 0", lambda v: v >= 0)
-_PROBABILITY = ("in [0, 1)", lambda v: 0 <= v < 1)  # dropout rates and Adam's betas
-_UNIT = ("in [0, 1]", lambda v: 0 <= v <= 1)
-_SEED = ("in [0, 2**32)", lambda v: 0 <= v < 2**32)
-_MAX_LENGTH = (f">= {MIN_MAX_LENGTH} (room for the special tokens and some text)", lambda v: v >= MIN_MAX_LENGTH)
+def ranged(base: type, *bounds: tuple[str, int | float], name: str | None = None) -> Any:
+    """``Annotated[base, R]``: a number of type ``base`` within ``bounds`` (``(">=", 1)``, ``("<", 1)``), where
+    ``R`` is jsonargparse's restricted number type, so that the parser checks the range where it reads the
+    value, and :func:`value_problem` where a value comes from Python (a configuration built in
+    code); ``typing.get_type_hints`` reads ``base``."""
+    return Annotated[base, restricted_number_type(name, base, list(bounds))]
 
 
-def _f(default: Any, help: str, ok: Rule | None = None) -> Any:
-    """A field with its ``--help`` text and its range, ``ok`` (None, where allowed, is always in range)."""
+AtLeast1 = ranged(int, (">=", 1), name="AtLeast1")
+Positive = Annotated[float, PositiveFloat]
+NonNegative = Annotated[float, NonNegativeFloat]
+Probability = ranged(float, (">=", 0.0), ("<", 1.0), name="Probability")  # dropout rates and Adam's betas
+UnitInterval = Annotated[float, ClosedUnitInterval]
+Seed = ranged(int, (">=", 0), ("<", 2**32), name="Seed")
+MaxLength = ranged(int, (">=", MIN_MAX_LENGTH), name="MaxLength")  # room for the special tokens and some text
+
+
+def _f(default: Any, help: str) -> Any:
+    """A field with its ``--help`` text (its type, a range included, is the field's annotation)."""
     if isinstance(default, (list, dict)):
-        return field(default_factory=lambda: type(default)(default), metadata={"help": help, "ok": ok})
-    return field(default=default, metadata={"help": help, "ok": ok})
+        return field(default_factory=lambda: type(default)(default), metadata={"help": help})
+    return field(default=default, metadata={"help": help})
 
 
 @dataclass
@@ -63,9 +72,9 @@ class DataConfig:
     text_columns: list[str] = _f(["sentence"], "custom task: one or two text column names, comma-separated")
     label_column: str = _f("label", "custom task: the label column")
     regression: bool = _f(False, "custom task: the label is a real number (else: classes)")
-    max_length: int = _f(128, "maximum tokens per example (longer ones are truncated)", ok=_MAX_LENGTH)
-    max_train_examples: int | None = _f(None, "use only the first N training examples (quick runs)", ok=_AT_LEAST_1)
-    max_eval_examples: int | None = _f(None, "use only the first N examples of each evaluation split", ok=_AT_LEAST_1)
+    max_length: MaxLength = _f(128, "maximum tokens per example (longer ones are truncated)")
+    max_train_examples: AtLeast1 | None = _f(None, "use only the first N training examples (quick runs)")
+    max_eval_examples: AtLeast1 | None = _f(None, "use only the first N examples of each evaluation split")
 
     def validate(self) -> None:
         """The task and the files it names; a GLUE task takes none of the custom task's options."""
@@ -112,7 +121,7 @@ class ModelArgs:
     head_options: dict[str, Any] = _f({}, "head options as JSON or key=value,key=value (e.g. fusion_layers=1)")
     init_from: str | None = _f(None, "start from an earlier fine-tuned model folder (e.g. MNLI before RTE); "
                                "a new output layer is made when the label set differs")
-    classifier_dropout: float = _f(0.1, "dropout before each product of the output layer", ok=_PROBABILITY)
+    classifier_dropout: Probability = _f(0.1, "dropout before each product of the output layer")
     freeze_encoder: bool = _f(False, "feature-based use: train only the head and output layer on the encoder's "
                               "fixed hidden states (no gradient into the encoder, no dropout in it)")
 
@@ -175,27 +184,26 @@ class ModelArgs:
 
 @dataclass
 class TrainConfig:
-    epochs: int = _f(10, "maximum training epochs (paper: 3-27, with early stopping)", ok=_AT_LEAST_1)
-    batch_size: int = _f(32, "examples per optimizer step, the global batch: split evenly over the processes "
-                         "when several train together (paper: 16, 32 or 48)", ok=_AT_LEAST_1)
-    lr: float = _f(2e-5, "peak learning rate (paper: 1e-5 or 2e-5; small encoders want more)", ok=_NON_NEGATIVE)
-    head_lr: float | None = _f(None, "learning rate of the head and output layer (default: --train.lr)", ok=_POSITIVE)
-    weight_decay: float = _f(0.1, "decoupled weight decay (not on biases and LayerNorm weights)", ok=_NON_NEGATIVE)
-    adam_beta1: float = _f(0.9, "Adam beta1", ok=_PROBABILITY)
-    adam_beta2: float = _f(0.98, "Adam beta2", ok=_PROBABILITY)
-    adam_eps: float = _f(1e-6, "Adam epsilon", ok=_POSITIVE)
-    warmup_ratio: float = _f(0.06, "linear warm-up over this fraction of the steps, then linear decay", ok=_UNIT)
-    max_grad_norm: float = _f(1.0, "gradient-norm clipping", ok=_POSITIVE)
-    eval_every: int | None = _f(None, "evaluate every N optimizer steps (default: at the end of each epoch)",
-                                ok=_AT_LEAST_1)
-    patience: int | None = _f(None, "early stopping: stop after N evaluations without improvement", ok=_AT_LEAST_1)
-    checkpoint_every: int = _f(100, "save a resumable checkpoint every N steps (and at each evaluation)",
-                               ok=_AT_LEAST_1)
-    seed: int = _f(42, "random seed (data order, dropout, new weights)", ok=_SEED)
+    epochs: AtLeast1 = _f(10, "maximum training epochs (paper: 3-27, with early stopping)")
+    batch_size: AtLeast1 = _f(32, "examples per optimizer step, the global batch: split evenly over the processes "
+                         "when several train together (paper: 16, 32 or 48)")
+    lr: NonNegative = _f(2e-5, "peak learning rate (paper: 1e-5 or 2e-5; small encoders want more)")
+    head_lr: Positive | None = _f(None, "learning rate of the head and output layer (default: --train.lr)")
+    weight_decay: NonNegative = _f(0.1, "decoupled weight decay (not on biases and LayerNorm weights)")
+    adam_beta1: Probability = _f(0.9, "Adam beta1")
+    adam_beta2: Probability = _f(0.98, "Adam beta2")
+    adam_eps: Positive = _f(1e-6, "Adam epsilon")
+    warmup_ratio: UnitInterval = _f(0.06, "linear warm-up over this fraction of the steps, then linear decay")
+    max_grad_norm: Positive = _f(1.0, "gradient-norm clipping")
+    eval_every: AtLeast1 | None = _f(None, "evaluate every N optimizer steps (default: at the end of each "
+                                     "epoch)")
+    patience: AtLeast1 | None = _f(None, "early stopping: stop after N evaluations without improvement")
+    checkpoint_every: AtLeast1 = _f(100, "save a resumable checkpoint every N steps (and at each evaluation)")
+    seed: Seed = _f(42, "random seed (data order, dropout, new weights)")
     mixed_precision: Literal["auto", "no", "bf16", "fp16"] = _f(
         "auto", "auto: bf16 where the hardware has fast bf16 (this CPU, recent GPUs), else fp32")
     group_by_length: bool = _f(True, "batch examples of similar length together (less padding)")
-    max_steps: int | None = _f(None, "stop after N optimizer steps (overrides epochs)", ok=_AT_LEAST_1)
+    max_steps: AtLeast1 | None = _f(None, "stop after N optimizer steps (overrides epochs)")
 
 
 @dataclass
@@ -228,19 +236,15 @@ class RunConfig:
     def validate(self) -> None:
         """Check every option before anything on disk changes; :class:`ConfigError` names the first bad one.
 
-        Types and ranges (each field's ``ok``) first, then the task and its files, the output folder, the encoder and
-        the head (which imports the heads, and with them torch).
+        Types and ranges (each field's annotation, :func:`value_problem`) first, then the task and
+        its files, the output folder, the encoder and the head (which imports the heads, and with them torch).
         """
         from hire.checks import check_output_folder, real_path
 
-        for name, tp, f in option_fields(RunConfig):
-            value, rule = self.get(name), f.metadata["ok"]
-            if not type_ok(value, tp):
-                raise ConfigError(f"--{name}: expected {describe_type(tp)}, not {value!r}")
-            if isinstance(value, float) and not math.isfinite(value):
-                raise ConfigError(f"--{name}: must be a finite number, not {value}")
-            if value is not None and rule is not None and not rule[1](value):
-                raise ConfigError(f"--{name}: must be {rule[0]}, not {value!r}")
+        for name, tp, _ in option_fields(RunConfig):
+            problem = value_problem(self.get(name), tp)
+            if problem is not None:
+                raise ConfigError(f"--{name}: {problem}")
         self.data.validate()
         check_output_folder(self.output_dir, "--output_dir")
         out = Path(real_path(self.output_dir))
@@ -273,18 +277,10 @@ def _same_content(a: str | None, b: str | None) -> bool:
         return False
 
 
-# Ranges of head options, whichever head takes them (the heads check the rest when they are built).
-HEAD_OPTION_RANGES: dict[str, Rule] = {
-    "dropout": _PROBABILITY,
-    "fusion_layers": ("0-3 (paper Table 6)", lambda v: 0 <= v <= 3),
-    **{name: _AT_LEAST_1 for name in ("k", "extractor_hidden", "extractor_layers", "extractor_stride",
-                                       "fusion_hidden")},
-}
-
-
 def option_fields(cls: type, prefix: str = "") -> list[tuple[str, Any, dataclasses.Field]]:
-    """``(dotted name, type, field)`` of every option of dataclass ``cls``, sections flattened."""
-    hints, out = get_type_hints(cls), []
+    """``(dotted name, type, field)`` of every option of dataclass ``cls``, sections flattened; the type keeps
+    its range (``Annotated[int, AtLeast1]``)."""
+    hints, out = get_type_hints(cls, include_extras=True), []
     for f in dataclasses.fields(cls):
         if f.metadata.get("internal"):
             continue
@@ -295,34 +291,15 @@ def option_fields(cls: type, prefix: str = "") -> list[tuple[str, Any, dataclass
     return out
 
 
-def type_ok(value: Any, tp: Any) -> bool:
-    """Whether ``value`` is of the declared type ``tp`` (an int is a float; a bool is neither)."""
+def parser_type(tp: Any) -> Any:
+    """``tp`` as jsonargparse checks it: ``Annotated[int, R]`` is R, the restricted number type (in a union
+    too), so that the parser refuses a value out of range where it reads it."""
     origin, args = get_origin(tp), get_args(tp)
+    if origin is Annotated:
+        return next((a for a in args[1:] if isinstance(a, type) and hasattr(a, "_restrictions")), args[0])
     if origin in (typing.Union, types.UnionType):
-        return any(type_ok(value, a) for a in args)
-    if origin is Literal:
-        return value in args
-    if origin in (list, dict):
-        return isinstance(value, origin) and all(type_ok(v, args[0] if args else Any) for v in value)
-    if tp is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if tp is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if tp is Any:
-        return True
-    return isinstance(value, tp) if isinstance(tp, type) else True
-
-
-def describe_type(tp: Any) -> str:
-    """``int | None`` -> ``"an integer or null"``."""
-    origin, args = get_origin(tp), get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        return " or ".join(describe_type(a) for a in args)
-    if origin is Literal:
-        return f"one of {', '.join(map(str, args))}"
-    names = {int: "an integer", float: "a number", bool: "true or false", str: "a string", type(None): "null",
-             list: "a list of names", dict: "a mapping of options"}
-    return names.get(origin or tp, str(tp))
+        return typing.Union[tuple(parser_type(a) for a in args)]  # noqa: UP007 (built from a tuple)
+    return tp
 
 
 # Encoders whose position ids start after the padding id (RoBERTa's offset of pad + 1).

@@ -16,9 +16,15 @@ one-shot action (``overwrite: true``: only the command line does). :func:`parse_
 were given (``RunConfig.given``): starting from a saved model, an option left out takes the model's value.
 ``--print_config`` prints the configuration only once it is validated (:func:`take_print_config`).
 
-Errors are :class:`~hire.config.ConfigError` of one line that starts with the option or file at fault
-(``--train.lr: expected a number, not 'abc'``). The project's own rules (ranges, files, encoder, head) are
-:meth:`RunConfig.validate`'s, applied after parsing.
+An option's range or choices are its type (``Annotated[int, AtLeast1]``, ``Literal[...]``): the parser checks
+them where it reads the value. Errors are :class:`~hire.config.ConfigError` of one line that starts with the
+option or file at fault (``--train.lr: expected a number, not 'abc'``, ``--train.epochs: must be >= 1, not 0``:
+jsonargparse's message of several lines, put in one). The rules that need more than the value (files, encoder,
+head) are :meth:`RunConfig.validate`'s, applied after parsing.
+
+The other core commands (``hire evaluate``, ``predict``, ``export``, ``heads``, ``report``) are typed the same way:
+each a dataclass of options (:func:`option`), parsed by :func:`parse_command` through the same types and the same
+one-line errors; :func:`typed_command` adds one to ``hire``'s sub-commands.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import math
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
@@ -34,7 +41,8 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints
 import yaml
 from jsonargparse import ActionConfigFile, ArgumentParser, get_loader, set_loader
 
-from hire.config import ONE_SHOT, ConfigError, RunConfig, describe_type, did_you_mean, option_fields
+from hire.config import ONE_SHOT, ConfigError, RunConfig, did_you_mean, option_fields, parser_type
+from hire.optiontypes import describe_type, range_of, range_text
 
 SECTIONS = ("data", "model", "train")
 _yaml = get_loader("yaml")  # jsonargparse's YAML: 1e-4 is a number, as in YAML 1.2
@@ -194,7 +202,7 @@ def run_parser() -> ArgumentParser:
         section = name.partition(".")[0] if "." in name else "run"
         # A yes/no option may stand alone (--overwrite), as well as take its value (--overwrite true).
         flag = {"nargs": "?", "const": True} if tp is bool else {}
-        groups[section].add_argument(f"--{name}", type=_FORMS.get(get_origin(tp), tp), default=default,
+        groups[section].add_argument(f"--{name}", type=_FORMS.get(get_origin(tp), parser_type(tp)), default=default,
                                      help=f.metadata["help"], **flag)
     return parser
 
@@ -290,8 +298,16 @@ def by_name(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _build(cls: type, values: dict[str, Any]) -> Any:
+    """An instance of dataclass ``cls`` from parsed ``values``; a number the parser checked against its range
+    comes back as the range's type (an ``int`` subclass), and is stored as the plain number it is."""
     hints = get_type_hints(cls)
-    return cls(**{k: _build(hints[k], v) if dataclasses.is_dataclass(hints[k]) else v for k, v in values.items()})
+
+    def plain(value: Any) -> Any:
+        return value if isinstance(value, bool) or type(value) in (int, float) or not isinstance(
+            value, int | float) else (int if isinstance(value, int) else float)(value)
+
+    return cls(**{k: _build(hints[k], v) if dataclasses.is_dataclass(hints[k]) else plain(v)
+                  for k, v in values.items()})
 
 
 def _config_first(argv: list[str]) -> list[str]:
@@ -304,21 +320,43 @@ def _config_first(argv: list[str]) -> list[str]:
 
 _PARSER_KEY = re.compile(r'^Parser key "([^"]+)":\s*(.*)$', re.S)
 _GIVEN = re.compile(r"(?:Got value|Given value): (.*?)\s*$", re.S)
+_NOT_OF_TYPE = re.compile(r"Not of type \w+: (?:(.*?) (?:does not conform to restriction|not an integer|not a "
+                          r"number).*|.*: '(.*)'\s*)$", re.S)
 _NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|[-+]?(nan|inf|infinity)", re.I)
 
 
-def _one_line(message: str) -> str:
-    """jsonargparse's (or argparse's) message, in one line that starts with the option at fault."""
-    types = {name: tp for name, tp, _ in option_fields(RunConfig)}
+def _given_value(detail: str) -> str | None:
+    """The value a jsonargparse message says it was given, as text (None where it does not say)."""
+    if found := _GIVEN.search(detail):
+        return found[1]
+    if found := _NOT_OF_TYPE.search(detail):
+        return found[1] if found[1] is not None else found[2]
+    return None
+
+
+def _one_line(message: str, types: Mapping[str, Any] | None = None) -> str:
+    """jsonargparse's (or argparse's) message, in one line that starts with the option at fault: a value out of
+    its range (the field's restricted number type) as ``must be >= 1, not 0``, a value not of its type as
+    ``expected an integer, not 'abc'``."""
+    types = types if types is not None else {name: tp for name, tp, _ in option_fields(RunConfig)}
     message = message.strip()
+    if found := re.match(r"the following arguments are required: (.*)$", message, re.S):
+        names = [name.strip() for name in found[1].split(",")]
+        return f"the following arguments are required: {', '.join(f'--{n}' if n in types else n for n in names)}"
     if (found := _PARSER_KEY.match(message)) and found[1] in types:
         key, detail = found[1], found[2]
-        given = _GIVEN.search(detail)
-        if detail.startswith(("Expected", "Does not validate")) and given:
-            value = given[1] if given[1] in ("True", "False", "None") or _NUMBER.fullmatch(given[1]) else repr(given[1])
-            quote = given[1] == "False" and get_origin(types[key]) is Literal and "no" in get_args(types[key])
+        given = _given_value(detail)
+        rng = range_of(types[key])
+        if given is not None and rng is not None and "does not conform to restriction" in detail:
+            value = rng._type(float(given)) if rng._type is int and "." in given else rng._type(given)
+            if isinstance(value, float) and not math.isfinite(value):
+                return f"--{key}: must be a finite number, not {value}"
+            return f"--{key}: must be {range_text(rng)}, not {value!r}"
+        if given is not None and (detail.startswith(("Expected", "Does not validate", "Not of type"))):
+            shown = given if given in ("True", "False", "None") or _NUMBER.fullmatch(given) else repr(given)
+            quote = given == "False" and get_origin(types[key]) is Literal and "no" in get_args(types[key])
             hint = ' (YAML reads a bare no as false: write it in quotes, "no")' if quote else ""
-            return f"--{key}: expected {describe_type(types[key])}, not {value}{hint}"
+            return f"--{key}: expected {describe_type(types[key])}, not {shown}{hint}"
         return f"--{key}: {' '.join(detail.split())}"
     if found := re.match(r"argument (--[\w.]+): (.*)$", message, re.S):
         return f"{found[1]}: {' '.join(found[2].split())}"
@@ -330,5 +368,65 @@ def _one_line(message: str) -> str:
     return " ".join(message.split())
 
 
-__all__ = ["by_name", "comma_list", "config_text", "mapping", "parse_options", "read_config_file", "read_yaml",
-           "run_parser", "take_print_config"]
+# -- the other typed commands: each takes a dataclass of options, parsed the same way --------------------------
+REQUIRED = dataclasses.MISSING
+
+
+def option(help: str, default: Any = REQUIRED, positional: bool = False) -> Any:
+    """A command's option: its ``--help`` text and default (none: the option is required); ``positional`` for
+    the words that name what the command acts on (``hire report RUN ...``)."""
+    metadata = {"help": help, "positional": positional}
+    if isinstance(default, list | dict):
+        return dataclasses.field(default_factory=lambda: type(default)(default), metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+@functools.cache
+def command_parser(options: type, prog: str, description: str) -> ArgumentParser:
+    """The jsonargparse parser of a command whose options are the fields of dataclass ``options``: each field's
+    annotation is its type (a range, a choice as ``Literal``), checked where the value is read."""
+    parser = ArgumentParser(prog=prog, exit_on_error=False, parser_mode="hire", description=description)
+    for name, tp, f in option_fields(options):
+        if f.metadata.get("positional"):
+            parser.add_argument(name, nargs="+", type=str, help=f.metadata["help"])
+            continue
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        default = None if required else f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        flag = {"nargs": "?", "const": True} if tp is bool else {}
+        parser.add_argument(f"--{name}", type=_FORMS.get(get_origin(tp), parser_type(tp)), help=f.metadata["help"],
+                            **({"required": True} if required else {"default": default}), **flag)
+    return parser
+
+
+def parse_command(options: type, prog: str, description: str, argv: Sequence[str]) -> Any:
+    """An instance of dataclass ``options`` from a command's words; :class:`ConfigError` of one line naming the
+    option at fault (an unknown one with the closest valid name)."""
+    parser = command_parser(options, prog, description)
+    try:
+        values = parser.parse_args(list(argv)).as_dict()
+    except argparse.ArgumentError as err:
+        named = {name: tp for name, tp, f in option_fields(options) if not f.metadata.get("positional")}
+        raise ConfigError(_one_line(str(err), named)) from None
+    return _build(options, values)
+
+
+def add_typed_command(sub: Any, name: str, run: Callable[[list[str]], int], help: str) -> None:
+    """Add command ``name`` to the ``hire`` command's sub-parsers: every word after the command's name goes, as
+    it is, to ``run`` (a jsonargparse parser reads them: options, ``--help``). The sub-parser's prefix character is
+    one no word holds (NUL), so argparse takes none of the words for an option of its own."""
+    command = sub.add_parser(name, help=help, add_help=False, prefix_chars="\0")
+    command.add_argument("options", nargs=argparse.REMAINDER)
+    command.set_defaults(func=lambda args: run(args.options))
+
+
+def typed_command(sub: Any, name: str, options: type, run: Callable[[Any], int], help: str,
+                  description: str = "") -> None:
+    """Add command ``name``, whose options are the fields of dataclass ``options``, to ``hire``'s sub-parsers:
+    ``run`` gets them parsed and checked (:func:`parse_command`)."""
+    add_typed_command(sub, name, lambda words: run(parse_command(options, f"hire {name}", description or help,
+                                                                  words)), help)
+
+
+__all__ = ["add_typed_command", "by_name", "comma_list", "command_parser", "config_text", "mapping", "option",
+           "parse_command", "parse_options", "read_config_file", "read_yaml", "run_parser", "take_print_config",
+           "typed_command"]

@@ -32,6 +32,7 @@ CODE_FILES = {
     "heads_hire": "heads/hire.py",
     "heads_baselines": "heads/baselines.py",
     "sharing": "sharing.py",
+    "optiontypes": "optiontypes.py",
 }
 _FLAT_NAMES = {"hire." + path.removesuffix(".py").removesuffix("/__init__").replace("/", "."): flat
                for flat, path in CODE_FILES.items()}

@@ -35,7 +35,6 @@ import dataclasses
 import functools
 import itertools
 import json
-import math
 import re
 import typing
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from hire.config import ConfigError, RunConfig, did_you_mean, option_fields
 from hire.data.examples import DataError
 from hire.data.glue import get_task
 from hire.options import by_name, parse_options, read_yaml
+from hire.optiontypes import value_problem
 
 TOP_KEYS = ("name", "description", "base", "seeds", "grid", "cells", "per_task", "baseline", "tables", "figure2")
 # Set by the runner for every cell: the folder, and no test-set prediction (a cell is compared on its dev
@@ -89,20 +89,15 @@ def option_types() -> dict[str, Any]:
 
 
 @functools.cache
-def _rules() -> dict[str, Any]:
-    """Every run option's range rule (``(description, test)`` or None), as :class:`RunConfig` declares it."""
-    return {name: f.metadata["ok"] for name, _, f in option_fields(RunConfig)}
+def _types() -> dict[str, Any]:
+    """Every run option's type, its range included, as :class:`RunConfig` declares it."""
+    return {name: tp for name, tp, _ in option_fields(RunConfig)}
 
 
 def range_problem(key: str, value: Any) -> str | None:
     """What is wrong with ``value`` for the run option ``key`` by the rule ``hire train`` applies
     (:meth:`hire.config.RunConfig.validate`: finite numbers, each option's range), or None."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"must be a finite number, not {value}"
-    rule = _rules().get(key)
-    if value is not None and rule is not None and not rule[1](value):
-        return f"must be {rule[0]}, not {value!r}"
-    return None
+    return value_problem(value, _types()[key]) if key in _types() else None
 
 
 # -- names of folders and files ----------------------------------------------------------------------

@@ -16,7 +16,7 @@ from hire.heads.base import (
     head_options,
     register_head,
 )
-from hire.heads.baselines import ConcatLast, LastLayer, Pooling, ScalarMix, pool
+from hire.heads.baselines import POOLINGS, ConcatLast, LastLayer, Pooling, ScalarMix, pool
 from hire.heads.hire import HIRE, hire_lite
 
 # What each part of HIRE takes: the extractor Bi-GRU (eq. 2) exists only with dynamic scores, the fusion Bi-GRU
@@ -44,7 +44,7 @@ register_head("hire-lite", hire_lite, "a cheaper HIRE: small extractor over toke
 register_head("last-layer", LastLayer, "baseline: the last layer's first token (BERT/RoBERTa head)")
 register_head("scalar-mix", ScalarMix, "ELMo scalar mix of all hidden states, one weight per layer per task")
 register_head("concat-last-4", ConcatLast, "first tokens of the last 4 (k) hidden states, concatenated")
-for _mode in ("cls", "sep", "mean", "max"):
+for _mode in POOLINGS:
     register_head(f"pool-{_mode}", Pooling, f"{_mode} pooling of one hidden state (option layer, default -1)",
                   mode=_mode)
 

@@ -12,14 +12,13 @@ scores have a ``seed``. An option that does not apply is an error, never silentl
 from __future__ import annotations
 
 import inspect
-import numbers
-import types
-import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args, get_origin, get_type_hints
+from typing import Any, get_type_hints
 
 from torch import Tensor, nn
+
+from hire.optiontypes import value_problem
 
 
 @dataclass
@@ -64,7 +63,8 @@ def register_head(name: str, factory: HeadFactory, doc: str, options: Sequence[s
 
     ``preset`` options are fixed for this name (a user's options may not override them); ``options`` are the
     factory's parameters a user may set (default: all that are not preset). The rest keep their defaults,
-    because they do not apply to this variant.
+    because they do not apply to this variant. An option's type and range are the factory's annotation
+    (``fusion_layers: Annotated[int, R]``, :func:`hire.optiontypes.bounded`): written once, beside the option.
     """
     if name in _REGISTRY:
         raise ValueError(f"head {name!r} is registered twice")
@@ -92,11 +92,15 @@ def head_options(name: str) -> list[str]:
     return list(_lookup(name).options)
 
 
-def head_option_types(name: str) -> dict[str, Any]:
-    """Each option of head ``name`` with its declared type (``Any`` where the factory does not say)."""
-    factory = _lookup(name).factory
+def head_option_types(name: str, ranges: bool = False) -> dict[str, Any]:
+    """Each option of head ``name`` with its declared type (``Any`` where the factory does not say); with
+    ``ranges``, as declared, its range included (``Annotated[int, Range(int, (">=", 1))]``,
+    :func:`hire.optiontypes.bounded`). A factory's annotations are the one place where a head option's type and
+    range are written."""
+    registered = _lookup(name)
+    factory = registered.factory
     try:
-        hints = get_type_hints(factory.__init__ if isinstance(factory, type) else factory)
+        hints = get_type_hints(factory.__init__ if isinstance(factory, type) else factory, include_extras=ranges)
     except (NameError, TypeError):
         hints = {}
     return {option: hints.get(option, Any) for option in head_options(name)}
@@ -118,35 +122,10 @@ def _lookup(name: str) -> _Registered:
     return _REGISTRY[name]
 
 
-def _fits(value: Any, tp: Any) -> bool:
-    """Whether ``value`` is of the declared type ``tp`` (an int is a float; a bool is neither)."""
-    origin, args = get_origin(tp), get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        return any(_fits(value, a) for a in args)
-    if origin is Literal:
-        return any(type(value) is type(a) and value == a for a in args)
-    if tp is bool:
-        return isinstance(value, bool)
-    if tp in (int, float):
-        kind = numbers.Integral if tp is int else numbers.Real
-        return isinstance(value, kind) and not isinstance(value, bool)
-    return isinstance(value, tp) if isinstance(tp, type) else True
-
-
-def _type_name(tp: Any) -> str:
-    """``int | None`` -> ``"an integer or None"``."""
-    origin, args = get_origin(tp), get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        return " or ".join(_type_name(a) for a in args)
-    if origin is Literal:
-        return "one of " + ", ".join(map(repr, args))
-    names = {int: "an integer", float: "a number", bool: "True or False", str: "a string", type(None): "None"}
-    return names.get(tp, getattr(tp, "__name__", str(tp)))
-
-
 def check_head_options(name: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
     """``options`` for head ``name`` as a dict: a mapping of options the head takes (an option it does not take
-    is an error that lists those it does), each of its declared type. Ranges are the head's own to check."""
+    is an error that lists those it does), each of its declared type and in its declared range (the factory's
+    annotations)."""
     registered = _lookup(name)
     if options is None:
         return {}
@@ -160,12 +139,22 @@ def check_head_options(name: str, options: Mapping[str, Any] | None) -> dict[str
             f"head {name!r} has no option {', '.join(map(repr, unknown))}; "
             f"its options are: {', '.join(registered.options) or '(none)'}"
         )
-    types_by_name = head_option_types(name)
+    types_by_name = head_option_types(name, ranges=True)
     for option, value in options.items():
-        if not _fits(value, types_by_name[option]):
-            raise ValueError(f"head {name!r}: option {option} must be {_type_name(types_by_name[option])}, "
-                             f"not {value!r}")
+        problem = value_problem(value, types_by_name[option])
+        if problem is not None:
+            raise ValueError(f"head {name!r}: option {option}: {problem}")
     return options
+
+
+def check_arguments(function: Callable[..., Any], values: Mapping[str, Any]) -> None:
+    """Each of ``values`` (a factory's arguments by name) of its annotated type and in its annotated range, for
+    a head built directly rather than through :func:`build_head`: ValueError ``option: must be >= 1, not 0``."""
+    hints = get_type_hints(function, include_extras=True)
+    for option, value in values.items():
+        problem = value_problem(value, hints[option]) if option in hints and option not in _SIZES else None
+        if problem is not None:
+            raise ValueError(f"{option}: {problem}")
 
 
 def build_head(name: str, hidden_size: int, num_hidden_states: int, options: Mapping[str, Any] | None = None,

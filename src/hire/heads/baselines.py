@@ -17,6 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from hire.heads.base import Head, HeadOutput
+from hire.optiontypes import AtLeast1
 
 POOLINGS: tuple[str, ...] = ("cls", "sep", "mean", "max")  # the modes of Pooling and pool()
 
@@ -64,7 +65,7 @@ class ScalarMix(Head):
 class ConcatLast(Head):
     """c = [H_{l-k+1}[:, 0]; ...; H_l[:, 0]]: the last k hidden states' first tokens side by side."""
 
-    def __init__(self, hidden_size: int, num_hidden_states: int, k: int = 4):
+    def __init__(self, hidden_size: int, num_hidden_states: int, k: AtLeast1 = 4):
         super().__init__()
         if not 1 <= k <= num_hidden_states:
             raise ValueError(f"k must be between 1 and the number of hidden states ({num_hidden_states}), "

@@ -35,8 +35,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from hire.heads.base import Head, HeadOutput
+from hire.heads.base import Head, HeadOutput, check_arguments
+from hire.optiontypes import AtLeast1, Probability, bounded
 from hire.recurrent import BiGRU
+
+FusionLayers = bounded(int, (">=", 0), ("<=", 3))  # 0-3: paper Table 6
 
 
 def default_k(num_hidden_states: int) -> int:
@@ -67,34 +70,21 @@ class HIRE(Head):
         num_hidden_states: int,
         weighting: Literal["dynamic", "mean", "random"] = "dynamic",
         layers: Literal["all", "last", "first"] = "all",
-        k: int | None = None,
+        k: AtLeast1 | None = None,
         seed: int = 0,
         extractor: bool = True,
         fusion: bool = True,
-        fusion_layers: int = 2,
-        extractor_hidden: int | None = None,
-        extractor_layers: int = 2,
-        extractor_stride: int = 1,
-        fusion_hidden: int | None = None,
-        dropout: float = 0.1,
+        fusion_layers: FusionLayers = 2,
+        extractor_hidden: AtLeast1 | None = None,
+        extractor_layers: AtLeast1 = 2,
+        extractor_stride: AtLeast1 = 1,
+        fusion_hidden: AtLeast1 | None = None,
+        dropout: Probability = 0.1,
         score_activation: Literal["relu", "none"] = "relu",
     ):
         super().__init__()
         d, L1 = hidden_size, num_hidden_states
-        if weighting not in ("dynamic", "mean", "random"):
-            raise ValueError(f"weighting must be 'dynamic', 'mean' or 'random', not {weighting!r}")
-        if layers not in ("all", "last", "first"):
-            raise ValueError(f"layers must be 'all', 'last' or 'first', not {layers!r}")
-        if not 0 <= fusion_layers <= 3:
-            raise ValueError(f"fusion_layers must be 0-3 (paper Table 6), not {fusion_layers}")
-        if score_activation not in ("relu", "none"):
-            raise ValueError(f"score_activation must be 'relu' (eq. 3) or 'none', not {score_activation!r}")
-        for option, value in (("extractor_hidden", extractor_hidden), ("extractor_layers", extractor_layers),
-                              ("extractor_stride", extractor_stride), ("fusion_hidden", fusion_hidden)):
-            if value is not None and value < 1:
-                raise ValueError(f"{option} must be at least 1, not {value}")
-        if not 0 <= dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), not {dropout}")
+        check_arguments(HIRE.__init__, {name: value for name, value in locals().items() if name != "self"})
         if not extractor and not fusion:
             raise ValueError("extractor=False with fusion=False leaves nothing of HIRE: c would be R[:, 0], the "
                              "'last-layer' head")
@@ -175,10 +165,10 @@ class HIRE(Head):
 def hire_lite(
     hidden_size: int,
     num_hidden_states: int,
-    extractor_hidden: int | None = None,
-    extractor_stride: int = 4,
-    fusion_hidden: int | None = None,
-    dropout: float = 0.1,
+    extractor_hidden: AtLeast1 | None = None,
+    extractor_stride: AtLeast1 = 4,
+    fusion_hidden: AtLeast1 | None = None,
+    dropout: Probability = 0.1,
 ) -> HIRE:
     """A cheaper HIRE (beyond the paper): the same per-example layer weighting and fusion, smaller.
 
