@@ -119,6 +119,8 @@ CASES: list[tuple[str, list[str], str]] = [
     # -- 1. every output path of every command: never a run folder, nor in one of a run's own files or folders
     ("evaluate-output-dir-is-the-run", [*EVALUATE, "{run}/best", "--output_dir", "{run}"],
      "--output_dir {run}: is the run folder, whose files only `hire train` writes"),
+    ("evaluate-output-dir-holds-the-users-files", [*EVALUATE, "{run}/best", "--output_dir", "{tmp}"],
+     "--output_dir {tmp}: the folder is not empty and holds no evaluation of hire's"),
     ("evaluate-output-dir-is-best", [*EVALUATE, "{run}/best", "--output_dir", "{run}/best"],
      "--output_dir {run}/best: belongs to the run in {run}"),
     ("evaluate-output-dir-in-predictions", [*EVALUATE, "{run}/best", "--output_dir", "{run}/predictions/again"],

@@ -108,6 +108,9 @@ def default_eval_dir(model_dir: str | Path, task: str) -> Path:
     return model / f"eval-{task}"
 
 
+EVALUATION = ".hire-eval"  # the marker of a folder that `hire evaluate` wrote: only such a folder is written again
+
+
 def _cmd_evaluate(args: EvaluateOptions) -> int:
     config = check_model_folder(args.model)
     try:
@@ -126,6 +129,9 @@ def _cmd_evaluate(args: EvaluateOptions) -> int:
     option = _output_option("--output_dir", args.output_dir)
     check_output_folder(out, option)
     check_not_run_file(out, option)
+    if out.is_dir() and not (out / EVALUATION).is_file() and any(out.iterdir()):
+        raise ConfigError(f"{option} {out}: the folder is not empty and holds no evaluation of hire's (no "
+                          f"{EVALUATION} marker), whose files it would replace; choose a new or empty folder")
     from hire.evaluation import predict_task  # the heavy imports, once every option is checked
     from hire.tasks import load_task
 
@@ -133,6 +139,9 @@ def _cmd_evaluate(args: EvaluateOptions) -> int:
         task = load_task(DataConfig(task=spec.name, data_dir=args.data_dir, max_eval_examples=args.max_examples),
                          with_train=False)
     model, tokenizer, acc = _load(args.model, args.mixed_precision)
+    out.mkdir(parents=True, exist_ok=True)
+    with writing(out / EVALUATION):
+        write_atomic(out / EVALUATION, json.dumps({"model": str(args.model), "task": task.name}) + "\n")
     splits = [*task.dev, *task.test] if args.split == "all" else list(task.dev if args.split == "dev" else task.test)
     predicted = predict_task(model, task, splits, tokenizer, acc, max_length=args.max_length,
                              batch_size=args.batch_size, predictions_dir=out, submission_dir=out / "submission")
