@@ -42,6 +42,18 @@ _FINAL: dict[str, tuple[Any, str]] = {
 }
 
 
+def read_json(path: Path) -> tuple[Any, str | None]:
+    """The JSON value in ``path`` and None, or None and what is wrong with the file (``not UTF-8 text``, ``not
+    valid JSON, cut short or damaged (line 3, column 1: ...)``): for the readers of results files, which add
+    the file's name and what writes it afresh."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8")), None
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    except json.JSONDecodeError as err:
+        return None, f"not valid JSON, cut short or damaged (line {err.lineno}, column {err.colno}: {err.msg})"
+
+
 def read_run_metrics(path: Path) -> dict[str, Any]:
     """A finished run's ``metrics.json`` (the best model's final scores, as ``hire train`` writes it), checked:
     a :class:`DataError` naming the file and what is wrong (not JSON, cut short, not an object, a key missing

@@ -40,14 +40,11 @@ REPAIR = ("`hire experiment collect EXPERIMENT.yaml` rewrites a cell's record fr
 def read_record(path: Path) -> dict[str, Any]:
     """The record in ``path``; :class:`ExperimentError` naming the file, what is wrong and what repairs it when
     the file is not a record (not JSON, cut short, a list, an object without a cell, configuration or score)."""
+    from hire.reporting import read_json
+
     path = Path(path)
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        problem = "not UTF-8 text"
-    except json.JSONDecodeError as err:
-        problem = f"not valid JSON, cut short or damaged (line {err.lineno}, column {err.colno}: {err.msg})"
-    else:
+    record, problem = read_json(path)
+    if problem is None:
         if not isinstance(record, dict):
             problem = f"a JSON {type(record).__name__}, not a record (an object)"
         else:

@@ -9,7 +9,6 @@ CSV says which source layer made each state. ``reconstruction.png``: accuracy ag
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -130,17 +129,16 @@ def load_results(out: str | Path) -> dict[str, Any]:
     (and what writes it afresh) for a missing file or one that is not such results."""
     path = Path(out) / RESULTS
     again = "run the `hire reconstruct` command that made it again to write it afresh"
+    from hire.reporting import read_json
+
     try:
-        results = json.loads(path.read_text(encoding="utf-8"))
+        results, problem = read_json(path)
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file; run `hire reconstruct` first") from None
     except IsADirectoryError:
         raise ValueError(f"{path}: a folder, not a results file") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not UTF-8 text; {again}") from None
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON, cut short or damaged (line {err.lineno}, column {err.colno}: "
-                         f"{err.msg}); {again}") from None
+    if problem is not None:
+        raise ValueError(f"{path}: {problem}; {again}")
     if not isinstance(results, dict):
         raise ValueError(f"{path}: a JSON {type(results).__name__}, not `hire reconstruct` results; {again}")
     if results.get("format") != FORMAT or not isinstance(results.get("encoders"), list) or not all(

@@ -191,13 +191,10 @@ def read_results(path: Path, repair: str) -> dict[str, Any]:
     """``results.json`` as :func:`run_probe` writes it; ValueError naming the file, what is wrong and ``repair``
     (what writes it afresh) for a file that is not one: not JSON or cut short, a list, another format, or
     missing a part the report is drawn from."""
-    try:
-        results = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        problem = "not UTF-8 text"
-    except json.JSONDecodeError as err:
-        problem = f"not valid JSON, cut short or damaged (line {err.lineno}, column {err.colno}: {err.msg})"
-    else:
+    from hire.reporting import read_json
+
+    results, problem = read_json(path)
+    if problem is None:
         problem = _results_problem(results)
         if problem is None:
             return results
