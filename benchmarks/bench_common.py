@@ -9,7 +9,7 @@ import torch
 
 from hire.data import read_glue_split
 from hire.data.batching import Collator, LengthGroupedBatches, encode
-from hire.runs import machine
+from hire.hardware import machine
 
 
 def machine_info() -> dict[str, Any]:

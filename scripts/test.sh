@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up (scripts/setup.sh), then lint, build the documentation strictly (a broken link, a page missing from the
-# nav or a docstring reference to nothing fails it; a few seconds) and run the whole test suite.
+# nav or a docstring reference to nothing fails it; a few seconds) and run the test suite. The long end-to-end
+# tests marked slow run with `HIRE_SLOW_TESTS=1 python -m pytest tests -m slow` (CI runs both: .ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

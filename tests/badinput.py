@@ -2,17 +2,22 @@
 through the real ``hire`` command (exit status 2, one line naming the fault, no traceback, nothing changed).
 
 ``shared`` (a module-scoped fixture, offered to every test file by ``conftest.py``) holds the tiny encoder and
-three saved models; ``check_fails_cleanly`` runs one case in a fresh world.
+three saved models; ``check_fails_cleanly`` runs one case in a fresh world, through :func:`hire.cli.main` in this
+process (``via`` "in-process": no interpreter and imports to pay per case) or as the real ``hire`` process
+(``via`` "subprocess", the slow run: what only a process shows, such as stray log lines on its stderr).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import stat
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -111,15 +116,57 @@ def run_hire(args: list[str], cwd: Path, env: dict[str, str] | None = None,
                                                 **(env or {})})
 
 
-def check_fails_cleanly(args: list[str], message: str, shared: dict[str, Path], tmp_path: Path) -> None:
-    """Run one case in a fresh world under ``tmp_path``: exit status 2, one error line that contains ``message``
-    ({tmp}, {enc}, ... expanded), no traceback, and nothing created, changed or removed."""
+def call_hire(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``hire ARGS`` through :func:`hire.cli.main` in this process, as :func:`run_hire` runs it in a fresh one: in
+    ``cwd``, offline, its stdout and stderr captured, warnings printed to that stderr (as Python does outside
+    pytest, which records them; deprecations left out, as Python leaves them out outside ``__main__``), its exit
+    status that of ``sys.exit``; the working folder, the environment and the warning filters are restored."""
+    from hire.cli import main
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: object = None,
+             line: str | None = None) -> None:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        os.environ.update({"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", **(env or {})})
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", PendingDeprecationWarning)
+            warnings.showwarning = show
+            try:
+                code = main(list(args))
+            except SystemExit as exit_:  # the option parser's exit, as the process would end
+                code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+                if isinstance(exit_.code, str):
+                    print(exit_.code, file=sys.stderr)
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(["hire", *args], code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture(params=["in-process", pytest.param("subprocess", marks=pytest.mark.slow)])
+def via(request: pytest.FixtureRequest) -> str:
+    """How a bad-input case runs ``hire``: every case runs in this process, and again as a real process in the
+    slow run."""
+    return request.param
+
+
+def check_fails_cleanly(args: list[str], message: str, shared: dict[str, Path], tmp_path: Path,
+                        via: str = "in-process") -> None:
+    """Run one case in a fresh world under ``tmp_path``, ``via`` "in-process" (:func:`call_hire`) or "subprocess"
+    (:func:`run_hire`): exit status 2, one error line that contains ``message`` ({tmp}, {enc}, ... expanded), no
+    traceback, and nothing created, changed or removed."""
     if "/dev/full" in args and not (Path("/dev/full").exists() and stat.S_ISCHR(os.stat("/dev/full").st_mode)):
         pytest.skip("no /dev/full device here")
     write_world(tmp_path, shared["enc"])
     places = {"tmp": str(tmp_path), **{k: str(v) for k, v in shared.items()}}
     before = snapshot(tmp_path), snapshot(shared["root"])
-    result = run_hire([expand(a, places) for a in args], tmp_path)
+    result = (run_hire if via == "subprocess" else call_hire)([expand(a, places) for a in args], tmp_path)
     lines = [line for line in result.stderr.splitlines() if line.strip()]  # progress bars aside, one line
     assert result.returncode == 2, result.stderr[-3000:]
     assert len(lines) <= 3, result.stderr[-3000:]

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import torch
-from badinput import shared  # noqa: F401 (the bad-input tests' fixture: a tiny encoder and saved models)
+from badinput import shared, via  # noqa: F401 (the bad-input tests' fixtures: a tiny encoder and saved models; how a case runs hire)
 from tiny import tiny_bert_config
 from transformers import BertConfig, PretrainedConfig, RobertaConfig
 
@@ -93,6 +93,15 @@ def _single_thread_fixture():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One torch thread in the tests and in every process they start (``hire`` commands, ``torchrun``), unless
+    ``OMP_NUM_THREADS`` is set: the tensors are tiny, and a second intra-op thread only spins waiting for the first
+    (on a busy 2-core machine a tiny run became ten times slower)."""
+    if "OMP_NUM_THREADS" not in os.environ:
+        os.environ["OMP_NUM_THREADS"] = "1"
+        torch.set_num_threads(1)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -26,10 +26,10 @@ def main() -> int:
     kind, *suffix, n = spec.split(":")
     calls = 0
     if "FAKE_FAST_BF16" in os.environ:
-        import hire.runs
+        import hire.hardware
 
         fast = os.environ["FAKE_FAST_BF16"] == "1"
-        hire.runs.cpu_has_fast_bf16 = lambda: fast
+        hire.hardware.cpu_has_fast_bf16 = lambda: fast
 
     def tick(path: object = "") -> None:
         nonlocal calls

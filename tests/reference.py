@@ -37,9 +37,10 @@ def summarise(gru: nn.GRU, x: Tensor) -> Tensor:
 
 @torch.no_grad()
 def reference_hire(head: nn.Module, hidden_states: Sequence[Tensor], mask: Tensor, *, extractor: bool = True,
-                   dynamic: bool = True, fusion: bool = True, stride: int = 1,
-                   ) -> tuple[Tensor, Tensor | None]:
+                   dynamic: bool = True, fusion: bool = True, stride: int = 1, per_token: bool = False,
+                   ) -> tuple[Tensor | list[Tensor], Tensor | None]:
     """HIRE's ``c`` (B, output_dim) and scores ``s`` (B, l+1) (None without the extractor), per example.
+    ``per_token``: instead of ``c``, what the head gives at every real token (per example, (len, output_dim)).
 
     extractor=False: "w/o HIRE", M = [R; R; 2R; R*R]. dynamic=False: the head's fixed scores.
     fusion=False: c = A[0]. A head without a fusion GRU (``head.fusion is None``) with fusion=True: c = M[0].
@@ -67,16 +68,17 @@ def reference_hire(head: nn.Module, hidden_states: Sequence[Tensor], mask: Tenso
                 s = head.fixed_scores.float().clone()
             A = sum(s[i] * H for i, H in enumerate(Hs))  # eq. 5
             ss.append(s)
+        read = (lambda x: x) if per_token else (lambda x: x[0])  # every token, or the first
         if not fusion:
-            cs.append(A[0])
+            cs.append(read(A))
             continue
         M = torch.cat([R, A, R + A, R * A], dim=-1)  # eq. 6: (len, 4d)
         if fusion_gru is None:
-            cs.append(M[0])  # fusion depth 0
+            cs.append(read(M))  # fusion depth 0
             continue
         F, _ = fusion_gru(M.unsqueeze(0))  # eq. 7: (1, len, 2 h_f)
-        cs.append(F[0, 0])  # c = F[0]
-    return torch.stack(cs), (torch.stack(ss) if ss else None)
+        cs.append(read(F[0]))  # c = F[0]
+    return (cs if per_token else torch.stack(cs)), (torch.stack(ss) if ss else None)
 
 
 @torch.no_grad()

@@ -245,6 +245,6 @@ CLI_CASES: list[tuple[str, list[str], str]] = [
 
 @pytest.mark.parametrize(("args", "message"), [c[1:] for c in CLI_CASES], ids=[c[0] for c in CLI_CASES])
 def test_cli_names_the_folder_without_tokenizer(args: list[str], message: str, shared: dict[str, Path],
-                                                tmp_path: Path) -> None:
+                                                tmp_path: Path, via: str) -> None:
     folders_without_tokenizer(tmp_path, shared)
-    check_fails_cleanly(args, message, shared, tmp_path)
+    check_fails_cleanly(args, message, shared, tmp_path, via)

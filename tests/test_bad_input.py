@@ -223,9 +223,9 @@ def write_more(root: Path) -> None:
 
 @pytest.mark.parametrize(("args", "message"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_bad_input_fails_with_one_clear_line(args: list[str], message: str, shared: dict[str, Path],
-                                            tmp_path: Path) -> None:
+                                            tmp_path: Path, via: str) -> None:
     write_more(tmp_path)
-    check_fails_cleanly(args, message, shared, tmp_path)
+    check_fails_cleanly(args, message, shared, tmp_path, via)
 
 
 # -- in-process: what cannot be made to happen from outside, and the helpers on their own

@@ -197,8 +197,8 @@ CASES: list[tuple[str, list[str], str]] = [
 
 @pytest.mark.parametrize(("args", "message"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_commands_fail_with_one_clear_line(args: list[str], message: str, world: dict[str, Path],
-                                           tmp_path: Path) -> None:
-    check_fails_cleanly(args, message, world, tmp_path)
+                                           tmp_path: Path, via: str) -> None:
+    check_fails_cleanly(args, message, world, tmp_path, via)
 
 
 @pytest.mark.skipif(not (default_glue_dir() / "SST-2").is_dir(), reason="no GLUE SST-2 data")

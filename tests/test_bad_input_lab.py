@@ -144,10 +144,10 @@ CASES: list[tuple[str, dict[str, str], list[str], str]] = [
 
 @pytest.mark.parametrize(("files", "args", "message"), [case[1:] for case in CASES], ids=[case[0] for case in CASES])
 def test_bad_input_fails_cleanly(files: dict[str, str], args: list[str], message: str, shared: dict[str, Path],
-                                 tmp_path: Path) -> None:
+                                 tmp_path: Path, via: str) -> None:
     places = {"tmp": str(tmp_path), "enc": str(shared["enc"])}
     for name, text in files.items():
         path = Path(expand(name, places))
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(expand(text, places))
-    check_fails_cleanly(args, message, shared, tmp_path)
+    check_fails_cleanly(args, message, shared, tmp_path, via)

@@ -25,8 +25,9 @@ from tiny import save_tiny_encoder
 
 from hire.cli import main
 from hire.experiments import cluster, runner
-from hire.experiments.cluster import CellJob, CellSpec, ClusterOptions, job_file, job_states, submit_experiment
+from hire.experiments.cluster import CellJob, CellSpec, ClusterOptions, submit_experiment
 from hire.experiments.experiment import load_experiment
+from hire.experiments.jobs import job_file, job_states
 from hire.experiments.records import records_dir, write_if_changed
 from hire.experiments.runner import run_experiment
 
@@ -347,9 +348,9 @@ CASES: list[tuple[str, list[str], str]] = [
      "--time_budget: not with --executor"),
     ("slurm-option-with-local", [*RUN, "--executor", "local", "--slurm_option", "qos=x"],
      "--slurm_option: only with --executor slurm"),
-    ("zero-timeout", [*RUN, "--executor", "local", "--timeout_min", "0"], "--timeout_min: expected 1 or more, not 0"),
-    ("negative-gpus", [*RUN, "--executor", "local", "--gpus_per_job", "-1"], "--gpus_per_job: expected 0 or more"),
-    ("nan-memory", [*RUN, "--executor", "local", "--mem_gb", "nan"], "--mem_gb: expected more than 0, not nan"),
+    ("zero-timeout", [*RUN, "--executor", "local", "--timeout_min", "0"], "--timeout_min: must be >= 1, not 0"),
+    ("negative-gpus", [*RUN, "--executor", "local", "--gpus_per_job", "-1"], "--gpus_per_job: must be >= 0, not -1"),
+    ("nan-memory", [*RUN, "--executor", "local", "--mem_gb", "nan"], "--mem_gb: must be a finite number, not nan"),
     ("slurm-option-not-key-value", [*RUN, "--executor", "slurm", "--slurm_option", "account"],
      "--slurm_option: expected KEY=VALUE (e.g. account=my-project), not 'account'"),
     ("damaged-job-file", ["experiment", "status", "{tmp}/exp.yaml", "--runs_dir", "{tmp}/runs", "--experiments_dir",
@@ -359,16 +360,16 @@ CASES: list[tuple[str, list[str], str]] = [
 
 @pytest.mark.parametrize(("args", "message"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_bad_scheduler_options_fail_cleanly(args: list[str], message: str, shared: dict[str, Path],
-                                            tmp_path: Path) -> None:
+                                            tmp_path: Path, via: str) -> None:
     (tmp_path / "exp.yaml").write_text(CASE_EXP.replace("{enc}", str(shared["enc"])))
     if "status" in args:
         (tmp_path / "exps" / "exp" / "records" / ".jobs").mkdir(parents=True)
         (tmp_path / "exps" / "exp" / "records" / ".jobs" / "RTE__hire__seed42.json").write_text('{"cell": "RTE')
-    check_fails_cleanly(args, message, shared, tmp_path)
+    check_fails_cleanly(args, message, shared, tmp_path, via)
 
 
 @pytest.mark.skipif(shutil.which("sbatch") is not None, reason="this machine has SLURM's sbatch")
-def test_slurm_without_sbatch_fails_cleanly(shared: dict[str, Path], tmp_path: Path) -> None:
+def test_slurm_without_sbatch_fails_cleanly(shared: dict[str, Path], tmp_path: Path, via: str) -> None:
     (tmp_path / "exp.yaml").write_text(CASE_EXP.replace("{enc}", str(shared["enc"])))
     check_fails_cleanly([*RUN, "--executor", "slurm"], "--executor slurm: `sbatch` or `srun` is not on this "
-                        "machine's PATH", shared, tmp_path)
+                        "machine's PATH", shared, tmp_path, via)

@@ -1,5 +1,8 @@
 """Several processes through the real launcher (``torchrun``, gloo on CPU) train every head to the same
-weights as one process with the same global batch, checkpoints and resume included."""
+weights as one process with the same global batch, checkpoints and resume included.
+
+The fast run trains two heads (HIRE, and one that leaves the encoder's top layer without gradients); the slow run
+(``HIRE_SLOW_TESTS=1``) every head."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from safetensors.torch import load_file
 from tiny import save_tiny_encoder
 
 from hire.data import default_glue_dir, read_glue_split
+from hire.heads import head_names
 
 GLUE = default_glue_dir()
 TESTS = Path(__file__).parent
@@ -37,11 +41,15 @@ def encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return save_tiny_encoder(tmp_path_factory.mktemp("tiny") / "encoder", texts, layers=3, dropout=0.0)
 
 
-@pytest.fixture(scope="module")
-def runs(encoder: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+FEW = ["hire", "pool-cls@layer=1"]
+
+
+@pytest.fixture(scope="module", params=["few", pytest.param("every", marks=pytest.mark.slow)])
+def runs(encoder: Path, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> tuple[Path, Path]:
     one, two = tmp_path_factory.mktemp("one"), tmp_path_factory.mktemp("two")
+    heads = FEW if request.param == "few" else []  # none named: ddp_heads.py trains every head
     for out, n in ((one, 1), (two, 2)):
-        result = launch(str(TESTS / "ddp_heads.py"), str(out), str(encoder), processes=n)
+        result = launch(str(TESTS / "ddp_heads.py"), str(out), str(encoder), *heads, processes=n)
         assert result.returncode == 0, result.stderr[-4000:]
     return one, two
 
@@ -60,10 +68,12 @@ def test_two_processes_really_ran(runs: tuple[Path, Path]) -> None:
     assert json.loads((runs[1] / "hire" / "metrics.json").read_text())["processes"] == 2
 
 
-def test_every_head_trains_to_the_same_weights_on_two_processes(runs: tuple[Path, Path]) -> None:
+def test_every_head_trains_to_the_same_weights_on_two_processes(runs: tuple[Path, Path],
+                                                               request: pytest.FixtureRequest) -> None:
     one, two = runs
     heads = sorted(p.name for p in one.iterdir() if p.is_dir())
-    assert "hire" in heads and "pool-cls@layer=1" in heads and len(heads) >= 17
+    every = [*head_names(), "pool-cls@layer=1"]
+    assert heads == sorted(FEW if request.node.callspec.params["runs"] == "few" else every)
     for head in heads:
         a, b = (json.loads((d / head / "metrics.json").read_text()) for d in (one, two))
         assert a["steps"] == b["steps"] == 8 and a["best_step"] == b["best_step"] == 8, head

@@ -7,7 +7,8 @@ Snippets run as a reader would run them, page by page, in a fresh folder: a fenc
 ``python`` block runs in the page's order, in one Python process per page (``hire`` commands through
 :func:`hire.cli.main`, ``torchrun`` as its own processes). So that they take seconds, the name
 all-MiniLM-L6-v2 stands for a tiny random encoder (tests/tiny.py), and ``hire train``, ``evaluate``, ``probe`` and
-``reconstruct`` get options appended that cut the data and steps (:data:`QUICK`); everything else is as printed. A
+``reconstruct`` get options appended that cut the data and steps (:data:`QUICK`), and an experiment file a page
+writes gets the same cuts in its base options (:data:`QUICK_GRID`); everything else is as printed. A
 command this test cannot run (the main job, installs, several GPUs or machines) must be listed in
 :data:`NOT_RUN` with the reason, so a new command in the docs either runs or says why it does not.
 """
@@ -59,7 +60,12 @@ QUICK = {
     "evaluate": ["--max_examples", "12"],
     "probe": ["--max_train_examples", "40", "--max_eval_examples", "20"],
     "reconstruct": ["--max_examples", "8"],
+    "features": ["--max_train_examples", "24", "--max_eval_examples", "12", "--epochs", "1", "--rows", "last",
+                 "--max_length", "48", "--cache_dir", "features-cache"],
 }
+# An experiment file's cells are `hire train` runs: cut as QUICK cuts the command (its cells train in seconds).
+QUICK_GRID = {"data.max_train_examples": 24, "data.max_eval_examples": 12, "data.max_length": 48,
+              "train.batch_size": 8, "train.mixed_precision": "no"}
 FENCE = re.compile(r"^```(\w*)([^\n]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 
 
@@ -99,7 +105,19 @@ def quick(argv: list[str], encoder: Path) -> list[str]:
     extra = QUICK[sub]
     if sub == "train" and "--model.encoder" not in argv and "--model.init_from" not in argv:
         extra = [*extra, "--model.encoder", str(encoder)]
+    if sub == "features" and "--encoder" not in argv:
+        extra = [*extra, "--encoder", str(encoder)]
     return [*argv, *extra]
+
+
+def quick_file(name: str, text: str) -> str:
+    """An experiment file (YAML with a grid or cells) with :data:`QUICK_GRID` added to its base options; any other
+    file as printed."""
+    data = yaml.safe_load(text) if name.endswith((".yaml", ".yml")) else None
+    if not isinstance(data, dict) or not {"grid", "cells"} & data.keys():
+        return text
+    data.setdefault("base", {}).setdefault("options", {}).update(QUICK_GRID)
+    return yaml.safe_dump(data, sort_keys=False)
 
 
 def steps(page: str, encoder: Path) -> tuple[dict[str, str], list[list]]:
@@ -108,7 +126,7 @@ def steps(page: str, encoder: Path) -> tuple[dict[str, str], list[list]]:
     for lang, title, body in blocks(page):
         body = body.replace(DEFAULT_ENCODER, str(encoder))
         if title:
-            files[title] = body
+            files[title] = quick_file(title, body)
         elif lang == "python":
             todo.append(["python", body])
         elif lang == "bash":

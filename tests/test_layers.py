@@ -176,7 +176,8 @@ def test_deepen_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture) ->
         "--encoder", src, "--duplicate", "3", "--output", out)
     assert "not supported for deepening; supported: BERT" in fails(
         "--encoder", str(tmp_path / "albert"), "--duplicate", "0", "--output", out)
-    assert "not allowed with argument" in fails("--encoder", src, "--duplicate", "0", "--layers", "0", "--output", out)
+    assert "--layers: not allowed with --duplicate" in fails("--encoder", src, "--duplicate", "0", "--layers", "0",
+                                                             "--output", out)
     assert "is not empty" in fails("--encoder", src, "--duplicate", "0", "--output", str(tmp_path / "full"))
     assert "--overwrite replaces only those" in fails(
         "--encoder", src, "--duplicate", "0", "--output", str(tmp_path / "full"), "--overwrite")

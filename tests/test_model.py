@@ -283,15 +283,14 @@ def test_hire_without_extractor_and_fusion_is_refused():
 
 def test_random_scores_are_drawn_from_the_run_seed(tmp_path) -> None:
     """Table 5: five seeds of `hire-random-*` are five draws, not one (the run's seed reaches the head)."""
-    from types import SimpleNamespace
-
     from tiny import save_tiny_encoder
 
     from hire.config import DataConfig, ModelArgs, RunConfig, TrainConfig
+    from hire.tasktypes import SEQUENCE, TaskData
     from hire.training import build_for_task
 
     encoder = save_tiny_encoder(tmp_path / "encoder", ["a fine film"])
-    task = SimpleNamespace(num_labels=2, label_names=["a", "b"])
+    task = TaskData("t", ["a", "b"], ("accuracy",), [], {}, type=SEQUENCE)
     scores = []
     for seed in (1, 2, 1):
         cfg = RunConfig(data=DataConfig(task="custom"), model=ModelArgs(encoder=str(encoder),

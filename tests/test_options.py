@@ -9,7 +9,7 @@ import pytest
 import torch
 import yaml
 
-from hire import runs
+from hire import hardware
 from hire.cli import main
 from hire.config import ConfigError, DataConfig, ModelArgs, RunConfig, TrainConfig, option_fields
 from hire.experiments.runner import cli_value
@@ -22,7 +22,8 @@ def unusual() -> RunConfig:
         output_dir="runs/x", overwrite=True, predict_test=False,
         data=DataConfig(task="custom", data_dir="glue", train_file="a.csv", dev_file="b.csv", test_file="c.csv",
                         text_columns=["question", "answer"], label_column="gold", regression=True, max_length=64,
-                        max_train_examples=100, max_eval_examples=50),
+                        max_train_examples=100, max_eval_examples=50, format="conll", token_column=1, tag_column=3,
+                        separator="\t", scheme="bioes", subword="mean", context="document", unknown_tags="o"),
         model=ModelArgs(encoder="enc", head="scalar-mix", head_options={"fusion_layers": 1, "dropout": 0.25},
                         init_from="runs/mnli/best", classifier_dropout=0.0, freeze_encoder=True),
         train=TrainConfig(epochs=3, batch_size=8, lr=1e-4, head_lr=3e-3, weight_decay=0.0, adam_beta1=0.8,
@@ -174,8 +175,8 @@ def test_help_explains_every_option_by_section(capsys: pytest.CaptureFixture) ->
 def test_bf16_on_a_cpu_without_bf16_units_warns(monkeypatch: pytest.MonkeyPatch, recwarn: pytest.WarningsRecorder,
                                                  flags: str | None, choice: str, warns: bool) -> None:
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(runs, "cpuinfo", lambda: flags)
-    resolved = runs.resolve_mixed_precision(choice)
+    monkeypatch.setattr(hardware, "cpuinfo", lambda: flags)
+    resolved = hardware.resolve_mixed_precision(choice)
     assert resolved == {"auto": "bf16" if flags and "bf16" in flags else "no"}.get(choice, choice)
     messages = [str(w.message) for w in recwarn if issubclass(w.category, RuntimeWarning)]
     assert bool(messages) == warns, messages
@@ -188,6 +189,6 @@ def test_fp16_without_a_gpu_is_refused(monkeypatch: pytest.MonkeyPatch, option: 
     that asked for it, which says what works on a CPU."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(ConfigError) as err:
-        runs.resolve_mixed_precision("fp16", option)
+        hardware.resolve_mixed_precision("fp16", option)
     assert str(err.value) == f"{option} fp16: needs a CUDA GPU, and there is none here; on a CPU use bf16, no or auto"
-    assert runs.resolve_mixed_precision("no", option) == "no"
+    assert hardware.resolve_mixed_precision("no", option) == "no"

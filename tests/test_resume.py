@@ -96,6 +96,7 @@ def test_killed_at_steps_over_three_epochs(encoder: Path, reference: Path, tmp_p
     assert json.loads((out / "metrics.json").read_text())["train_seconds"] > before["train_seconds"]
 
 
+@pytest.mark.slow  # six processes; test_recover_every_intermediate_state recovers each state in-process
 def test_killed_inside_checkpoint_saves(encoder: Path, reference: Path, tmp_path: Path) -> None:
     """Killed before the n-th file rename of a process (inside atomic writes, between the checkpoint
     swaps, while a new best model replaces best/) and half-way through removing a checkpoint."""
@@ -113,6 +114,7 @@ def test_killed_inside_checkpoint_saves(encoder: Path, reference: Path, tmp_path
     assert bests[1] > bests[0]  # step 8 replaced step 4's best model: that window was really crossed
 
 
+@pytest.mark.slow  # resuming itself: test_killed_at_steps_over_three_epochs
 def test_a_run_resumes_without_test_predictions(encoder: Path, reference: Path, tmp_path: Path) -> None:
     """``--predict_test`` decides only what is written after training: a run started with test predictions
     resumes without them (as an experiment cell started before the runner turned them off) and is the same
@@ -127,6 +129,7 @@ def test_a_run_resumes_without_test_predictions(encoder: Path, reference: Path, 
     assert (out / "predictions" / "dev.jsonl").read_bytes() == (reference / "predictions" / "dev.jsonl").read_bytes()
 
 
+@pytest.mark.slow  # the message alone: test_bad_input's test_interrupt_is_one_line_and_exit_130
 def test_interrupt_says_how_to_resume(encoder: Path, reference: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     result = run(*args(encoder, out), kill="interrupt:6")  # Ctrl-C after step 6, before its checkpoint
@@ -138,6 +141,7 @@ def test_interrupt_says_how_to_resume(encoder: Path, reference: Path, tmp_path: 
     assert_same_run(out, reference)
 
 
+@pytest.mark.slow  # three processes; the rule alone: test_run_folders' test_a_config_yaml_without_the_marker_...
 @pytest.mark.skipif(torch.cuda.is_available(), reason="'auto' picks from the GPU there, not from the CPU's bf16 units")
 def test_a_resumed_run_keeps_the_precision_it_began_in(encoder: Path, reference: Path, tmp_path: Path) -> None:
     """``auto`` is resolved when a run begins: begun on a CPU without bf16 units (fp32), killed, and resumed on
@@ -158,6 +162,7 @@ def test_a_resumed_run_keeps_the_precision_it_began_in(encoder: Path, reference:
     assert json.loads((fresh / "metrics.json").read_text())["mixed_precision"] == "bf16"
 
 
+@pytest.mark.slow  # a NaN loss's one-line error without a checkpoint: test_a_real_nan_run_exits_with_a_clear_error
 def test_diverging_loss_stops_and_keeps_the_last_checkpoint(encoder: Path, reference: Path, tmp_path: Path,
                                                             ) -> None:
     out = tmp_path / "run"

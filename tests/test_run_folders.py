@@ -1,8 +1,9 @@
 """Run folders lose nothing and say nothing wrong (issue 43): what is a run, what reuses one, and what a run
 that cannot go on keeps.
 
-Each test runs the real ``hire`` command on the tiny random encoder of ``badinput.shared`` and eight rows of
-text: 2 steps an epoch in batches of 4, a few steps, the last-layer head (fast), fp32.
+Each test runs the ``hire`` command (through :func:`hire.cli.main` in the test's process, its own process where it
+is killed or its disk fills up) on the tiny random encoder of ``badinput.shared`` and eight rows of text: 2 steps
+an epoch in batches of 4, a few steps, the last-layer head (fast), fp32.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from badinput import LABELS, TEXTS, check_fails_cleanly, run_hire, table
+from badinput import LABELS, TEXTS, call_hire, check_fails_cleanly, table
 
 from hire import build_model, load_tokenizer
 from hire.config import ConfigError, DataConfig, ModelArgs, RunConfig, TrainConfig
@@ -64,7 +65,7 @@ def files(folder: Path) -> dict[str, bytes]:
 def finished(shared: dict[str, Path], data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A finished run (4 steps), never changed by the tests: they copy it."""
     out = tmp_path_factory.mktemp("runs") / "finished"
-    ok(run_hire(train_args(shared, data, out), out.parent))
+    ok(call_hire(train_args(shared, data, out), out.parent))
     return out
 
 
@@ -91,7 +92,7 @@ def test_a_users_folder_with_a_config_yaml_is_not_a_run(shared: dict[str, Path],
     (user / "metrics.jsonl").write_text("x\n")
     (user / "predictions" / "test.jsonl").write_text("y\n")
     before = files(user)
-    line = error_line(run_hire(["train", "--data.task", "CoLA", "--model.encoder", str(shared["enc"]),
+    line = error_line(call_hire(["train", "--data.task", "CoLA", "--model.encoder", str(shared["enc"]),
                                 "--train.mixed_precision", "no", "--data.max_train_examples", "48",
                                 "--data.max_eval_examples", "24", "--train.batch_size", "16", "--train.max_steps",
                                 "2", "--output_dir", str(user)], tmp_path))
@@ -103,9 +104,9 @@ def test_a_users_folder_with_a_config_yaml_is_not_a_run(shared: dict[str, Path],
 def test_a_config_yaml_without_the_marker_is_no_run_to_resume(tmp_path: Path, recwarn: pytest.WarningsRecorder,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing takes a config.yaml for a run: the precision a run began in is read only from a run folder."""
-    from hire import runs
+    from hire import hardware
 
-    monkeypatch.setattr(runs, "cpu_has_fast_bf16", lambda: False)
+    monkeypatch.setattr(hardware, "cpu_has_fast_bf16", lambda: False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     cfg = RunConfig(str(tmp_path), train=TrainConfig(mixed_precision="auto"))
     cfg.save(tmp_path / "config.yaml")
@@ -124,6 +125,7 @@ def test_tokenisation_comes_before_the_folder_changes(shared: dict[str, Path], d
     leaves a finished run as it was, --overwrite or not (the encoding used to come after the folder was
     cleared)."""
     from hire import training
+    from hire.tasktypes import SequenceTasks
 
     run = shutil.copytree(finished, tmp_path / "run")
     before = files(run)
@@ -131,7 +133,7 @@ def test_tokenisation_comes_before_the_folder_changes(shared: dict[str, Path], d
     def failing(*args: object, **kwargs: object) -> None:
         raise DataError("a row that cannot be encoded")
 
-    monkeypatch.setattr(training, "encode", failing)
+    monkeypatch.setattr(SequenceTasks, "encode", failing)
     cfg = RunConfig(str(run), overwrite=True, data=DataConfig(task="custom", train_file=str(data / "train.csv"),
                                                               dev_file=str(data / "dev.csv")),
                     model=ModelArgs(encoder=str(shared["enc"]), head="last-layer"),
@@ -147,16 +149,16 @@ def test_a_saved_config_never_overwrites_its_run(shared: dict[str, Path], data: 
     """A run trained with --overwrite saves no ``overwrite``; its config.yaml given back with --config refuses a
     finished run instead of replacing it."""
     run = shutil.copytree(finished, tmp_path / "run")
-    ok(run_hire([*train_args(shared, data, run), "--overwrite"], tmp_path))
+    ok(call_hire([*train_args(shared, data, run), "--overwrite"], tmp_path))
     saved = yaml.safe_load((run / "config.yaml").read_text())
     assert "overwrite" not in saved and "overwrite" not in (run / "best" / "README.md").read_text()
     before = files(run)
-    line = error_line(run_hire(["train", "--config", str(run / "config.yaml"), "--output_dir", str(run)], tmp_path))
+    line = error_line(call_hire(["train", "--config", str(run / "config.yaml"), "--output_dir", str(run)], tmp_path))
     assert line.endswith(f"--output_dir {run} holds a finished run (see its metrics.json); add --overwrite to "
                          "delete it and run again")
     assert files(run) == before
     (tmp_path / "old.yaml").write_text((run / "config.yaml").read_text() + "overwrite: true\n")  # an older one
-    line = error_line(run_hire(["train", "--config", str(tmp_path / "old.yaml"), "--output_dir", str(run)], tmp_path))
+    line = error_line(call_hire(["train", "--config", str(tmp_path / "old.yaml"), "--output_dir", str(run)], tmp_path))
     assert "overwrite: true is not taken from a file" in line and "give --overwrite on the command line" in line
     assert files(run) == before
 
@@ -174,9 +176,10 @@ def test_a_saved_config_never_overwrites_its_run(shared: dict[str, Path], data: 
      "--mixed_precision fp16: needs a CUDA GPU"),
 ], ids=["train", "evaluate", "predict"])
 def test_fp16_on_a_cpu_is_refused_before_anything_is_written(args: list[str], message: str,
-                                                             shared: dict[str, Path], tmp_path: Path) -> None:
+                                                             shared: dict[str, Path], tmp_path: Path,
+                                                             via: str) -> None:
     """Accelerate ran fp16 on a CPU in fp32 while the run recorded fp16."""
-    check_fails_cleanly(args, message, shared, tmp_path)
+    check_fails_cleanly(args, message, shared, tmp_path, via)
 
 
 # -- 5. --model.init_from: what the loaded model fixes ----------------------------------------------
@@ -241,7 +244,7 @@ def test_a_run_from_a_saved_model_records_and_resumes_what_ran(shared: dict[str,
     saved = yaml.safe_load((run / "config.yaml").read_text())["model"]
     assert (saved["head"], saved["encoder"], saved["init_from"]) == ("last-layer", str(shared["enc"]),
                                                                      str(shared["single"]))
-    result = ok(run_hire([*args, "--model.init_from", str(shared["single"])], tmp_path))  # head left out
+    result = ok(call_hire([*args, "--model.init_from", str(shared["single"])], tmp_path))  # head left out
     assert "Resuming" in result.stdout + result.stderr
     assert json.loads((run / "metrics.json").read_text())["head"] == "last-layer"
 
@@ -250,9 +253,9 @@ def test_a_run_from_a_saved_model_records_and_resumes_what_ran(shared: dict[str,
 def test_the_advice_to_add_overwrite_works_as_printed(shared: dict[str, Path], data: Path, finished: Path,
                                                       tmp_path: Path) -> None:
     run = shutil.copytree(finished, tmp_path / "run")
-    line = error_line(run_hire(train_args(shared, data, run, "--train.lr", "1e-3"), tmp_path))
+    line = error_line(call_hire(train_args(shared, data, run, "--train.lr", "1e-3"), tmp_path))
     assert "add --overwrite to delete that run" in line and "train.lr (the run's 2e-05, now 0.001)" in line
-    ok(run_hire([*train_args(shared, data, run, "--train.lr", "1e-3"), "--overwrite"], tmp_path))
+    ok(call_hire([*train_args(shared, data, run, "--train.lr", "1e-3"), "--overwrite"], tmp_path))
     assert yaml.safe_load((run / "config.yaml").read_text())["train"]["lr"] == 1e-3
 
 
@@ -274,7 +277,7 @@ def test_the_same_run_resumes_however_its_folder_is_named(naming: str, shared: d
         given = str(run.rename(tmp_path / "moved"))
     else:
         extra = ["--model.encoder", f"{encoder}/../{Path(encoder).name}/"]
-    result = ok(run_hire([*train_args(shared, data, given), *extra], cwd))
+    result = ok(call_hire([*train_args(shared, data, given), *extra], cwd))
     assert "Resuming" in result.stdout + result.stderr and "from step 2" in result.stdout + result.stderr
     out = tmp_path / ("moved" if naming == "moved" else "run")
     assert json.loads((out / "metrics.json").read_text())["steps"] == 4
@@ -327,7 +330,7 @@ def test_a_full_disk_during_a_checkpoint_keeps_the_last_one(kind: str, shared: d
                          "cause (free some space) and run the same command again")
     assert json.loads((run / CHECKPOINT / COMPLETE).read_text())["step"] == 2
     assert (run / "best" / "model.safetensors").is_file() and not (run / "checkpoint.tmp").exists()
-    result = ok(run_hire(args, tmp_path))
+    result = ok(call_hire(args, tmp_path))
     assert "Resuming" in result.stdout + result.stderr
     assert (run / "metrics.jsonl").read_text() == (finished / "metrics.jsonl").read_text()
     assert (run / "best" / "model.safetensors").read_bytes() == (finished / "best" / "model.safetensors").read_bytes()
@@ -337,17 +340,17 @@ def test_a_full_disk_during_a_checkpoint_keeps_the_last_one(kind: str, shared: d
 def test_print_config_prints_what_would_run_and_changes_nothing(shared: dict[str, Path], data: Path,
                                                                 tmp_path: Path) -> None:
     args = [*train_args(shared, data, tmp_path / "run"), "--overwrite"]
-    result = ok(run_hire([*args, "--print_config"], tmp_path))
+    result = ok(call_hire([*args, "--print_config"], tmp_path))
     printed = yaml.safe_load(result.stdout)
     assert "overwrite" not in printed and printed["train"]["max_steps"] == 4 and not (tmp_path / "run").exists()
     (tmp_path / "printed.yaml").write_text(result.stdout)
     from hire.options import parse_options
 
     assert parse_options(["--config", str(tmp_path / "printed.yaml")]) == parse_options(args[1:-1])
-    skipped = yaml.safe_load(ok(run_hire([*args, "--print_config=skip_default"], tmp_path)).stdout)
+    skipped = yaml.safe_load(ok(call_hire([*args, "--print_config=skip_default"], tmp_path)).stdout)
     assert "data_dir" not in skipped["data"] and skipped["train"] == {
         "batch_size": 4, "eval_every": 2, "checkpoint_every": 1, "mixed_precision": "no", "max_steps": 4}
-    given = yaml.safe_load(ok(run_hire([*args[:-1], "--train.lr", "2e-5", "--print_config", "skip_unset"],
+    given = yaml.safe_load(ok(call_hire([*args[:-1], "--train.lr", "2e-5", "--print_config", "skip_unset"],
                                        tmp_path)).stdout)
     assert given["train"] == {"lr": 2e-5, **skipped["train"]} and "epochs" not in given["train"]
 
@@ -357,11 +360,11 @@ def test_a_dev_file_identical_to_the_train_file_warns_in_one_line(shared: dict[s
     copy = shutil.copy(data / "train.csv", tmp_path / "copy.csv")
     for dev in (data / "train.csv", copy):
         args = [*train_args(shared, data, tmp_path / "run"), "--data.dev_file", str(dev), "--print_config"]
-        result = ok(run_hire(args, tmp_path))
+        result = ok(call_hire(args, tmp_path))
         assert result.stderr.strip().splitlines() == [
             f"hire train: warning: --data.dev_file {dev} holds the same rows as --data.train_file {data / 'train.csv'}"
             ": the best model is picked, and scored, on its own training data"]
-    assert not ok(run_hire([*train_args(shared, data, tmp_path / "run"), "--print_config"], tmp_path)).stderr.strip()
+    assert not ok(call_hire([*train_args(shared, data, tmp_path / "run"), "--print_config"], tmp_path)).stderr.strip()
 
 
 def test_a_file_system_without_locks_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -136,7 +136,8 @@ def test_folder_with_code_loads_where_hire_cannot_be_imported(head: str, tmp_pat
     model = saved(folder, encoder, head=head, with_code=True)
     assert {f"{name}.py" for name in CODE_FILES} <= {p.name for p in folder.iterdir()}
     assert json.loads((folder / "config.json").read_text())["auto_map"] == {
-        "AutoConfig": "modeling_hire.HireConfig", "AutoModelForSequenceClassification": "modeling_hire.HireModel"}
+        "AutoConfig": "modeling_hire.HireConfig", "AutoModelForSequenceClassification": "modeling_hire.HireModel",
+        "AutoModelForTokenClassification": "modeling_hire.HireForTokenClassification"}
     assert "trust_remote_code=True" in (folder / "README.md").read_text()
     torch.save(logits(model, folder), tmp_path / "expected.pt")
     code = HIDE_HIRE + f"""

@@ -1,6 +1,6 @@
 """Checks of what options name, before anything runs: files, folders, saved models, encoders, heads.
 
-Each raises :class:`~hire.config.ConfigError` with a message that starts with the option and its value
+Each raises :class:`ConfigError` with a message that starts with the option and its value
 (``--output x.csv: the same file as --input, ...``). They read the file system but never change it.
 :func:`writing` makes a failed write (a full disk) name its file.
 """
@@ -11,12 +11,59 @@ import errno
 import os
 import re
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hire.config import ConfigError
+import yaml
+
+
+class ConfigError(ValueError):
+    """A bad option or configuration file; the message starts with the option or file at fault."""
+
+
+MARKER = ".hire-run"  # written into a run folder before anything else: what makes the folder a run
+
+
+def is_run_folder(folder: Path | str) -> bool:
+    """Whether ``folder`` is a run folder: it carries the marker that ``hire train`` writes first."""
+    return (Path(folder).expanduser() / MARKER).is_file()
+
+
+def read_yaml(path: str | Path, where: str, load: Callable[[str], Any] = yaml.safe_load) -> Any:
+    """A YAML file's content, read with ``load``; :class:`ConfigError` (``where: ...``) for a file that is not
+    UTF-8, not valid YAML (its line and column), or that gives one key twice in a mapping (YAML loaders keep
+    the last value silently: a setting given twice is a mistake that must not pass unnoticed)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{where}: not UTF-8 text") from None
+    try:
+        _no_duplicate_keys(yaml.compose(text, Loader=yaml.SafeLoader), where)
+        return load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(err, "problem", None) or " ".join(str(err).split())
+        raise ConfigError(f"{where}: not valid YAML ({at}{problem})") from None
+
+
+def _no_duplicate_keys(node: yaml.Node | None, where: str) -> None:
+    """Walk a composed YAML document; a mapping that holds one scalar key twice is an error naming both lines."""
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                line = key.start_mark.line + 1
+                if key.value in seen:
+                    raise ConfigError(f"{where}: line {line}: the key {key.value!r} is given twice (first on line "
+                                      f"{seen[key.value]}); keep one")
+                seen[key.value] = line
+            _no_duplicate_keys(value, where)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            _no_duplicate_keys(item, where)
 
 
 def check_text_columns(columns: list[str], label_column: str | None, option: str, label_option: str) -> None:
@@ -190,3 +237,24 @@ def writing(path: str | Path) -> Iterator[None]:
         if err.filename is None and err.errno is not None:
             raise OSError(err.errno, err.strerror, str(path)) from err
         raise
+
+
+@contextmanager
+def replacing(path: Path) -> Iterator[Path]:
+    """Yield a temporary name beside ``path`` to write; on success it replaces ``path`` in one rename, so a
+    reader (or a crash) sees the old file or the new one, never half of one. On failure it is removed, and an
+    OSError that names no file (a full disk) names ``path``.
+    A path that exists but is no regular file (``/dev/stdout``, a pipe) is written in place."""
+    if path.exists() and not path.is_file():
+        with writing(path):
+            yield path
+        return
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        with writing(path):
+            yield tmp
+            with tmp.open("rb+") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

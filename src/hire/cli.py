@@ -2,13 +2,14 @@
 
 ``train`` is here; the commands on saved models and run folders are in :mod:`hire.commands`. The lab's commands
 (experiment grids, probing, layer surgery, installing encoders) plug in through the ``hire.commands`` entry-point
-group (``pyproject.toml``): each entry is a function that adds its commands to the parser's sub-commands. The
-core library never imports the lab; the lab builds on the core (an import-linter contract checks it).
+group (``pyproject.toml``): each entry is a function that returns its commands (:class:`hire.options.Command`).
+The core library never imports the lab; the lab builds on the core (an import-linter contract checks it).
+``hire`` runs the command its first word names (:func:`hire.options.dispatch`); ``hire --help`` lists them all.
 
-Every core command is typed and parsed by jsonargparse (:mod:`hire.options`): ``hire train`` takes its options
+Every command is typed and parsed by jsonargparse (:mod:`hire.options`): ``hire train`` takes its options
 from the typed configuration in :mod:`hire.config` (``--train.lr``, ``--model.head`` ...), optionally on top of
 a YAML file (``--config configs/cola-minilm.yaml``); the others from the dataclass of their options
-(:mod:`hire.commands`). Ranges and choices are the options' types, checked where the value is read.
+(:mod:`hire.commands`, and the lab's). Ranges and choices are the options' types, checked where the value is read.
 Bad options and bad data stop the command, before anything on disk changes, with one line naming the
 option, file or line at fault (exit status 2); so do a full disk or a read-only folder, naming the path.
 An interrupted command says so in one line (exit status 130). ``HIRE_DEBUG=1`` shows full tracebacks.
@@ -16,20 +17,20 @@ An interrupted command says so in one line (exit status 130). ``HIRE_DEBUG=1`` s
 
 from __future__ import annotations
 
-import argparse
 import errno
 import json
 import os
 import sys
 import warnings
-from typing import Any, NoReturn
+from typing import Any
 
-from hire.config import RunConfig, did_you_mean
+from hire.config import RunConfig
+from hire.options import Command, dispatch
 
 
 def resolve_run_config(options: list[str]) -> RunConfig:
     """Defaults <- the YAML file (``--config``) <- command-line options (:mod:`hire.options`), then validated."""
-    from hire.options import parse_options  # jsonargparse, for `hire train` alone
+    from hire.options import parse_options
 
     cfg = parse_options(options)
     cfg.validate()
@@ -52,34 +53,16 @@ def _cmd_train(words: list[str]) -> int:
     return 0
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors in one line, with the closest option to a misspelt one."""
-
-    commands: dict[str, argparse.ArgumentParser]  # the top-level parser's commands, by name
-
-    def error(self, message: str) -> NoReturn:
-        if message.startswith("unrecognized arguments: "):
-            message += did_you_mean(message.split()[2].partition("=")[0], self._option_string_actions)
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
 COMMAND_PLUGINS = "hire.commands"  # the entry-point group through which more commands plug in (the lab's)
 
 
-def build_parser() -> _Parser:
+def all_commands() -> list[Command]:
+    """Every ``hire`` command: ``train``, those of :mod:`hire.commands`, then the plugins' (each entry point of
+    :data:`COMMAND_PLUGINS` is a function that returns its commands)."""
     from hire import commands
 
-    parser = _Parser(prog="hire", description=__doc__.split("\n\n")[0],
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    from hire.options import add_typed_command  # jsonargparse: every core command is typed
-
-    add_typed_command(sub, "train", _cmd_train, "fine-tune an encoder with a head on a GLUE task or your own data")
-    commands.add_commands(sub)
-    for plugin in plugin_commands():
-        plugin.load()(sub)
-    parser.commands = sub.choices  # unknown options are reported by the command's own parser
-    return parser
+    train = Command("train", "fine-tune an encoder with a head on a GLUE task or your own data", _cmd_train)
+    return [train, *commands.add_commands(), *(c for plugin in plugin_commands() for c in plugin.load()())]
 
 
 def plugin_commands() -> list[Any]:
@@ -129,20 +112,16 @@ def _one_line_warnings(command: str) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    command = "hire"
-    formatwarning = warnings.formatwarning
+    words = sys.argv[1:] if argv is None else list(argv)
+    commands = all_commands()
+    command = f"hire {words[0]}" if words and words[0] in {c.name for c in commands} else "hire"
+    formatwarning = _one_line_warnings(command)
     try:
         from hire.runtime import bound_kernel_cache, keep_freed_memory
 
         keep_freed_memory()
         bound_kernel_cache()
-        parser = build_parser()
-        args, unknown = parser.parse_known_args(argv)
-        command = f"hire {args.command}"
-        _one_line_warnings(command)
-        if unknown:
-            parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
-        return args.func(args)
+        return dispatch("hire", __doc__.split("\n\n")[0], commands, words)
     except KeyboardInterrupt:
         if os.environ.get("HIRE_DEBUG"):
             raise
@@ -187,4 +166,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["build_parser", "describe_os_error", "leave_process_group", "main", "resolve_run_config"]
+__all__ = ["all_commands", "describe_os_error", "leave_process_group", "main", "resolve_run_config"]

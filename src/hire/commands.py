@@ -12,7 +12,6 @@ same pipeline as the end of training (:func:`hire.evaluation.predict_task`).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -34,7 +33,7 @@ from hire.checks import (
 from hire.config import AtLeast1, ConfigError, DataConfig, MaxLength, check_max_length
 from hire.data.examples import DataError
 from hire.data.glue import data_dir_option, get_task, task_text_columns
-from hire.options import option, typed_command
+from hire.options import Command, option, typed_command
 from hire.runs import check_not_run_file, is_run_folder, replacing, write_atomic
 from hire.saved_model import (
     check_model_folder,
@@ -50,14 +49,14 @@ def _texts(columns: list[str] | tuple[str, ...]) -> str:
     return f"sentence pairs ({', '.join(columns)})" if len(columns) == 2 else f"single sentences ({columns[0]})"
 
 
-def _load(model_dir: str, precision: str) -> tuple[Any, Any, Any]:
+def _load(model_dir: str, precision: str, words: bool = False) -> tuple[Any, Any, Any]:
     """The model (prepared), its tokenizer and the accelerator; the tokenizer first, as it is the cheaper."""
     from accelerate import Accelerator
 
+    from hire.hardware import resolve_mixed_precision
     from hire.model import load_tokenizer
-    from hire.runs import resolve_mixed_precision
 
-    tokenizer = load_tokenizer(model_dir)
+    tokenizer = load_tokenizer(model_dir, words)
     accelerator = Accelerator(mixed_precision=resolve_mixed_precision(precision))
     return accelerator.prepare(_load_model(model_dir)), tokenizer, accelerator
 
@@ -113,10 +112,21 @@ EVALUATION = ".hire-eval"  # the marker of a folder that `hire evaluate` wrote: 
 
 def _cmd_evaluate(args: EvaluateOptions) -> int:
     config = check_model_folder(args.model)
+    tagger = config.get("task_type") == "token"
+    if args.task.lower() == "conll2003" or tagger:
+        if args.task.lower() != "conll2003" or not tagger:
+            what = "tags words" if tagger else "labels sentences"
+            raise ConfigError(f"--task {args.task}: --model {args.model} {what}, and the task "
+                              f"{'labels sentences' if tagger else 'tags words'}")
+        options = config.get("task_options") or {}
+        data = DataConfig(task="conll2003", data_dir=args.data_dir, max_eval_examples=args.max_examples,
+                          tag_column=options.get("tag_column"), context=options.get("context", "sentence"),
+                          subword=config.get("subword", "first"))
+        return _evaluate(args, config, data, "CoNLL-2003")
     try:
         spec = get_task(args.task)
     except DataError as err:
-        raise ConfigError(f"--task: {err}") from None
+        raise ConfigError(f"--task: {err}, or conll2003") from None
     if saved_label_names(config) != (list(spec.labels) if spec.labels else None):
         raise ConfigError(f"--model {args.model} predicts labels {saved_label_names(config)}, "
                           f"but task {spec.name} has {list(spec.labels) if spec.labels else 'real-valued scores'}")
@@ -124,8 +134,14 @@ def _cmd_evaluate(args: EvaluateOptions) -> int:
     if trained is not None and len(trained) != len(wanted):
         raise ConfigError(f"--task {spec.name}: the task has {_texts(wanted)}, but --model {args.model} "
                           f"was trained on {_texts(trained)}")
+    return _evaluate(args, config, DataConfig(task=spec.name, data_dir=args.data_dir,
+                                              max_eval_examples=args.max_examples), spec.name)
+
+
+def _evaluate(args: EvaluateOptions, config: dict[str, Any], data: DataConfig, name: str) -> int:
+    """Score (and, for GLUE, predict the test splits of) the task that ``data`` reads, in ``args``' folder."""
     check_max_length(args.max_length, config.get("encoder_config", {}), "--max_length")
-    out = Path(args.output_dir).expanduser() if args.output_dir else default_eval_dir(args.model, spec.name)
+    out = Path(args.output_dir).expanduser() if args.output_dir else default_eval_dir(args.model, name)
     option = _output_option("--output_dir", args.output_dir)
     check_output_folder(out, option)
     check_not_run_file(out, option)
@@ -133,16 +149,22 @@ def _cmd_evaluate(args: EvaluateOptions) -> int:
         raise ConfigError(f"{option} {out}: the folder is not empty and holds no evaluation of hire's (no "
                           f"{EVALUATION} marker), whose files it would replace; choose a new or empty folder")
     from hire.evaluation import predict_task  # the heavy imports, once every option is checked
-    from hire.tasks import load_task
+    from hire.tasktypes import load_task
 
     with data_dir_option("--data_dir"):
-        task = load_task(DataConfig(task=spec.name, data_dir=args.data_dir, max_eval_examples=args.max_examples),
-                         with_train=False)
-    model, tokenizer, acc = _load(args.model, args.mixed_precision)
+        task = load_task(data, with_train=False)
+    if config.get("task_type") == "token":  # the model's tags, in its logit order; the data's must be among them
+        from hire.data.conll import check_tags
+
+        task.label_names = saved_label_names(config)
+        for split in (*task.dev.values(), *task.held_out.values()):
+            check_tags(split, task.label_names or [], f"the {name} data", "error")
+    model, tokenizer, acc = _load(args.model, args.mixed_precision, words=config.get("task_type") == "token")
     out.mkdir(parents=True, exist_ok=True)
     with writing(out / EVALUATION):
         write_atomic(out / EVALUATION, json.dumps({"model": str(args.model), "task": task.name}) + "\n")
-    splits = [*task.dev, *task.test] if args.split == "all" else list(task.dev if args.split == "dev" else task.test)
+    tests = [*task.held_out, *task.test]  # labelled (CoNLL-2003's) or not (GLUE's)
+    splits = {"dev": list(task.dev), "test": tests, "all": [*task.dev, *tests]}[args.split]
     predicted = predict_task(model, task, splits, tokenizer, acc, max_length=args.max_length,
                              batch_size=args.batch_size, predictions_dir=out, submission_dir=out / "submission")
     results: dict[str, Any] = {"model": args.model, "task": task.name, **predicted.results}
@@ -157,6 +179,11 @@ def _cmd_predict(args: PredictOptions) -> int:
 
     config = check_model_folder(args.model)
     check_input_file(args.input, "--input")
+    if config.get("task_type") == "token":
+        return _predict_tags(args, config)
+    if args.format not in (None, "table"):
+        raise ConfigError(f"--format {args.format}: for a tagger; --model {args.model} labels sentences (its input "
+                          "is a table: .csv, .tsv or .jsonl with a header)")
     trained = trained_text_columns(args.model, config)
     given = args.text_columns or (",".join(trained) if trained else "sentence")
     columns = [c.strip() for c in given.split(",") if c.strip()]
@@ -164,27 +191,88 @@ def _cmd_predict(args: PredictOptions) -> int:
     if trained is not None and len(columns) != len(trained):
         raise ConfigError(f"--text_columns {given}: --model {args.model} was trained on {_texts(trained)}; "
                           f"give {len(trained)} column(s)")
+    output = _predictions_file(args, config)
+    num_labels = saved_num_labels(config)
+    regression = num_labels == 1
+    names = None if regression else (saved_label_names(config) or [str(i) for i in range(num_labels)])
+    examples = read_table(args.input, columns, args.label_column, regression=regression, require_label=False,
+                          labels=names, labels_from=f"the model ({args.model})")
+    from hire.data.batching import Collator, encode  # the heavy imports, once every option is checked
+    from hire.evaluation import eval_loader
+    from hire.tasktypes.sequence import predict, write_predictions
+
+    model, tokenizer, acc = _load(args.model, args.mixed_precision)
+    encoded = encode(examples, tokenizer, args.max_length, None, labelled=False)
+    preds = predict(model, acc.prepare(eval_loader(encoded, args.batch_size, Collator(tokenizer.pad_token_id))), acc)
+    write_predictions(output, examples, preds, names)
+    print(f"{len(examples)} examples in {preds.seconds:.2f} s: {preds.examples_per_second:.1f} examples/s "
+          f"({acc.mixed_precision} precision, batch {args.batch_size}); predictions in {output}")
+    return 0
+
+
+def _predictions_file(args: PredictOptions, config: dict[str, Any]) -> Path:
+    """Where ``hire predict`` writes, checked (never the input, a file of the model or of a run), and its
+    ``--max_length`` checked against the encoder."""
     option = _output_option("--output", args.output)
     output = check_output_file(args.output or Path(args.input).with_suffix(".predictions.jsonl"), option,
                                {"--input": args.input})
     check_not_run_file(output, option)
     _check_not_in_model(output, option, args.model)
     check_max_length(args.max_length, config.get("encoder_config", {}), "--max_length")
-    num_labels = saved_num_labels(config)
-    regression = num_labels == 1
-    names = None if regression else (saved_label_names(config) or [str(i) for i in range(num_labels)])
-    examples = read_table(args.input, columns, args.label_column, regression=regression, require_label=False,
-                          labels=names, labels_from=f"the model ({args.model})")
-    from hire.data.batching import encode  # the heavy imports, once every option is checked
-    from hire.evaluation import eval_loader, predict, write_predictions
+    return output
 
-    model, tokenizer, acc = _load(args.model, args.mixed_precision)
-    encoded = encode(examples, tokenizer, args.max_length, None, labelled=False)
-    preds = predict(model, acc.prepare(eval_loader(encoded, args.batch_size, tokenizer.pad_token_id)), acc)
-    write_predictions(output, examples, preds, names)
-    print(f"{len(examples)} examples in {preds.seconds:.2f} s: {preds.examples_per_second:.1f} examples/s "
-          f"({acc.mixed_precision} precision, batch {args.batch_size}); predictions in {output}")
+
+def _predict_tags(args: PredictOptions, config: dict[str, Any]) -> int:
+    """``hire predict`` with a tagger: every word of the input with its tag, and the entity spans."""
+    from hire.data.conll import read_token_file
+
+    if args.text_columns is not None or args.label_column != "label":
+        raise ConfigError(f"--text_columns/--label_column: for a sentence model; --model {args.model} tags words "
+                          "(--format says how its input is laid out)")
+    suffix = Path(args.input).suffix.lower()
+    layout = args.format or {".txt": "text", ".jsonl": "tokens"}.get(suffix, "conll")
+    if layout == "table":
+        raise ConfigError(f"--format table: --model {args.model} tags words; give text, conll or tokens")
+    output = _predictions_file(args, config)
+    from hire.data.examples import TokenExample  # the heavy imports, once every option is checked
+    from hire.evaluation import eval_loader
+    from hire.tasktypes import TOKEN, TaskData
+
+    model, tokenizer, acc = _load(args.model, args.mixed_precision, words=True)
+    options = config.get("task_options") or {}
+    if layout == "text":
+        examples = [TokenExample(str(i), tuple(words), line=i + 1) for i, words in enumerate(
+            _text_words(args.input, tokenizer)) if words]
+    else:
+        examples = read_token_file(args.input, format=layout, require_tags=False,
+                                   scheme=options.get("scheme", "auto"), option="--input").examples
+    if not examples:
+        raise DataError(f"--input {args.input}: no sentence to tag")
+    task = TaskData(Path(args.input).stem, saved_label_names(config), (), [], {}, {"input": examples},
+                    options={**options, "subword": config.get("subword", "first")}, type=TOKEN)
+    encoded = TOKEN.encode(task, examples, tokenizer, args.max_length, labelled=False)
+    preds = TOKEN.predict(model, acc.prepare(eval_loader(encoded, args.batch_size, TOKEN.collator(
+        tokenizer.pad_token_id))), encoded, acc)
+    TOKEN.write_predictions(output, task, examples, preds)
+    words = sum(len(ex.tokens) for ex in examples)
+    print(f"{len(examples)} sentences ({words} words) in {preds.seconds:.2f} s: {preds.examples_per_second:.1f} "
+          f"sentences/s ({acc.mixed_precision} precision, batch {args.batch_size}); predictions in {output}")
     return 0
+
+
+def _text_words(path: str, tokenizer: Any) -> list[list[str]]:
+    """Each line of a text file split into words as the tokenizer's own pre-tokenizer splits running text (BERT's:
+    at spaces and punctuation), so that a word starts where the tokenizer starts one."""
+    pre = tokenizer.backend_tokenizer.pre_tokenizer
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as err:
+        line = Path(path).read_bytes()[: err.start].count(b"\n") + 1
+        raise DataError(f"--input {path}, line {line}: not UTF-8 text ({err.reason})") from None
+    if pre is None:
+        return [line.split() for line in lines]
+    # The offsets name the words as written (a byte-level pre-tokenizer spells a space as "Ġ" in its pieces).
+    return [[w for _, (a, b) in pre.pre_tokenize_str(line) if (w := line[a:b].strip())] for line in lines]
 
 
 def _cmd_export(args: ExportOptions) -> int:
@@ -320,9 +408,10 @@ class _PredictingOptions(ModelOptions):
 
 @dataclass(kw_only=True)
 class EvaluateOptions(_PredictingOptions):
-    task: str = option("GLUE task name")
+    task: str = option("GLUE task name, or conll2003 for a tagger")
     split: Literal["dev", "test", "all"] = option("which splits", "dev")
-    data_dir: str | None = option("GLUE folder (default: $HIRE_GLUE_DIR or ../shared/data/glue)", None)
+    data_dir: str | None = option("the task's folder (default: $HIRE_GLUE_DIR or ../shared/data/glue; CoNLL-2003: "
+                                  "$HIRE_CONLL2003_DIR or ../shared/data/conll2003)", None)
     max_examples: AtLeast1 | None = option("only the first N examples of each split", None)
     output_dir: str | None = option("where predictions and metrics go (default: RUN/eval-TASK beside the model when "
                                     "MODEL is a run's best/, whose files only hire train writes; else "
@@ -331,7 +420,11 @@ class EvaluateOptions(_PredictingOptions):
 
 @dataclass(kw_only=True)
 class PredictOptions(_PredictingOptions):
-    input: str = option("file to predict (.csv, .tsv, .jsonl with a header)")
+    input: str = option("file to predict: for a sentence model a table (.csv, .tsv, .jsonl with a header); for a "
+                        "tagger raw text (a sentence per line), a CoNLL column file or token JSON lines (--format)")
+    format: Literal["table", "text", "conll", "tokens"] | None = option(
+        "the input's layout (default: table for a sentence model; for a tagger text for .txt, tokens for .jsonl, "
+        "else conll, the word in column 0)", None)
     text_columns: str | None = option("one or two text columns, comma-separated (default: those the model was "
                                       "trained on, where its run folder says, else sentence)", None)
     label_column: str = option("label column, if the file has one (kept as gold; its labels must be the model's)",
@@ -356,20 +449,21 @@ class ReportOptions:
     markdown: str | None = option("also write the table to this Markdown file (not a run's file)", None)
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
-    """Add the commands on saved models and run folders to ``hire``'s sub-commands."""
-    typed_command(sub, "evaluate", EvaluateOptions, _cmd_evaluate,
-                  "score a saved model on a GLUE task's dev or test split",
-                  "Score a saved model on a task's dev splits (metrics) or predict its test splits (GLUE submission "
-                  "files).")
-    typed_command(sub, "predict", PredictOptions, _cmd_predict, "predict a file of your own with a saved model",
-                  "Predict every row of a CSV, TSV or JSON-lines file; reports examples/s.")
-    typed_command(sub, "export", ExportOptions, _cmd_export,
-                  "copy a saved model with its modelling code, to load without hire",
-                  "Write a saved model (converted to the current format) with its tokenizer, model card and "
-                  "modelling code, so that transformers loads it with trust_remote_code=True where hire is not "
-                  "installed. A model folder without a tokenizer is refused. The copy is written beside "
-                  "--output_dir under a temporary name and renamed into place once complete: a failed export (a "
-                  "full disk) leaves nothing behind.")
-    typed_command(sub, "heads", HeadsOptions, _cmd_heads, "list the heads and their options")
-    typed_command(sub, "report", ReportOptions, _cmd_report, "tabulate the dev scores of finished runs side by side")
+def add_commands() -> list[Command]:
+    """The commands on saved models and run folders."""
+    return [
+        typed_command("evaluate", EvaluateOptions, _cmd_evaluate, "score a saved model on a GLUE task's dev or test "
+                      "split", "Score a saved model on a task's dev splits (metrics) or predict its test splits (GLUE "
+                      "submission files)."),
+        typed_command("predict", PredictOptions, _cmd_predict, "predict a file of your own with a saved model",
+                      "Predict every row of a CSV, TSV or JSON-lines file; reports examples/s."),
+        typed_command("export", ExportOptions, _cmd_export,
+                      "copy a saved model with its modelling code, to load without hire",
+                      "Write a saved model (converted to the current format) with its tokenizer, model card and "
+                      "modelling code, so that transformers loads it with trust_remote_code=True where hire is not "
+                      "installed. A model folder without a tokenizer is refused. The copy is written beside "
+                      "--output_dir under a temporary name and renamed into place once complete: a failed export (a "
+                      "full disk) leaves nothing behind."),
+        typed_command("heads", HeadsOptions, _cmd_heads, "list the heads and their options"),
+        typed_command("report", ReportOptions, _cmd_report, "tabulate the dev scores of finished runs side by side"),
+    ]

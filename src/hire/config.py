@@ -27,13 +27,20 @@ from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
 import yaml
 from jsonargparse.typing import ClosedUnitInterval, NonNegativeFloat, PositiveFloat, restricted_number_type
 
+from hire.checks import (
+    ConfigError,
+    check_encoder,
+    check_head,
+    check_input_file,
+    check_output_folder,
+    check_saved_model,
+    check_text_columns,
+    path_kind,
+    real_path,
+)
 from hire.optiontypes import value_problem
 
 MIN_MAX_LENGTH = 8  # tokens: room for a pair's special tokens (4 for RoBERTa) and some text of each side
-
-
-class ConfigError(ValueError):
-    """A bad option or configuration file; the message starts with the option or file at fault."""
 
 
 def ranged(base: type, *bounds: tuple[str, int | float], name: str | None = None) -> Any:
@@ -45,6 +52,7 @@ def ranged(base: type, *bounds: tuple[str, int | float], name: str | None = None
 
 
 AtLeast1 = ranged(int, (">=", 1), name="AtLeast1")
+NonNegativeInt = ranged(int, (">=", 0), name="NonNegativeInt")
 Positive = Annotated[float, PositiveFloat]
 NonNegative = Annotated[float, NonNegativeFloat]
 Probability = ranged(float, (">=", 0.0), ("<", 1.0), name="Probability")  # dropout rates and Adam's betas
@@ -62,10 +70,11 @@ def _f(default: Any, help: str) -> Any:
 
 @dataclass
 class DataConfig:
-    task: str = _f("RTE", "GLUE task (CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI), or 'custom' "
-                   "for your own files (--data.train_file ...)")
-    data_dir: str | None = _f(None, "GLUE folder (one sub-folder per task, as the official download); "
-                              "default: $HIRE_GLUE_DIR, else ../shared/data/glue beside the repository")
+    task: str = _f("RTE", "GLUE task (CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI), conll2003 (a tag "
+                   "per word: NER, chunks or parts of speech), or 'custom' for your own files (--data.train_file ...)")
+    data_dir: str | None = _f(None, "the task's folder, as the official download: GLUE's (one sub-folder per "
+                              "task; default: $HIRE_GLUE_DIR, else ../shared/data/glue beside the repository) or "
+                              "CoNLL-2003's (default: $HIRE_CONLL2003_DIR, else ../shared/data/conll2003)")
     train_file: str | None = _f(None, "custom task: training file (.csv, .tsv or .jsonl with a header)")
     dev_file: str | None = _f(None, "custom task: labelled evaluation file")
     test_file: str | None = _f(None, "custom task: file to predict (labels optional)")
@@ -75,19 +84,56 @@ class DataConfig:
     max_length: MaxLength = _f(128, "maximum tokens per example (longer ones are truncated)")
     max_train_examples: AtLeast1 | None = _f(None, "use only the first N training examples (quick runs)")
     max_eval_examples: AtLeast1 | None = _f(None, "use only the first N examples of each evaluation split")
+    # Token tasks (a tag per word): conll2003, or custom files in --data.format conll or tokens.
+    format: Literal["table", "conll", "tokens"] = _f(
+        "table", "custom task: the files' layout: table (.csv/.tsv/.jsonl rows, a label per row), conll (a word per "
+        "line in columns, a blank line after each sentence) or tokens (JSON lines with 'tokens' and 'tags')")
+    token_column: NonNegativeInt = _f(0, "conll files: the word's column (0-based)")
+    tag_column: NonNegativeInt | Literal["ner", "chunk", "pos"] | None = _f(
+        None, "token tasks: the tag column: ner, chunk or pos for conll2003 (default ner); a conll file's 0-based "
+        "column (default: the last)")
+    separator: str | None = _f(None, "conll files: the column separator (default: a tab where the lines have "
+                               "one, else runs of spaces)")
+    scheme: Literal["auto", "iob1", "iob2", "bioes", "none"] = _f(
+        "auto", "token tasks: the tags' scheme, detected by default; iob1, iob2 and bioes are read as IOB2 and "
+        "scored as entities; none: plain tags (parts of speech), scored by accuracy")
+    subword: Literal["first", "last", "mean"] = _f(
+        "first", "token tasks: where a word is read: its first sub-token (BERT), its last, or their mean")
+    context: Literal["sentence", "document"] = _f(
+        "sentence", "token tasks: document: the neighbouring sentences of the same document are read as context "
+        "(predictions only for the sentence itself)")
+    unknown_tags: Literal["error", "o"] = _f(
+        "error", "token tasks: a dev/test tag that training never saw is an error, or (o) read as O")
 
     def validate(self) -> None:
         """The task and the files it names; a GLUE task takes none of the custom task's options."""
-        from hire.checks import check_input_file, check_text_columns, path_kind
         from hire.data.examples import DataError
         from hire.data.glue import get_task
 
+        defaults = DataConfig()
+
+        def only_for(names: tuple[str, ...], where: str) -> None:
+            for name in names:
+                if getattr(self, name) != getattr(defaults, name):
+                    raise ConfigError(f"--data.{name}: only for {where}")
+
+        token_task = self.task.lower() == "conll2003" or (self.task.lower() == "custom" and self.format != "table")
+        if not token_task:
+            only_for(_TOKEN_OPTIONS, "token tasks (--data.task conll2003, or custom files in --data.format conll "
+                     "or tokens)")
+        if self.task.lower() == "custom" and token_task:
+            only_for(("text_columns", "label_column", "regression"), "--data.format table (a label per row)")
+        if self.task.lower() != "custom" and self.format != "table":
+            raise ConfigError(f"--data.format: only for --data.task custom ({self.task} has its own files)")
         if self.task.lower() != "custom":
-            try:
-                get_task(self.task)
-            except DataError as err:
-                raise ConfigError(f"--data.task: {err}, or 'custom' for your own files") from None
-            defaults = DataConfig()
+            if not token_task:
+                try:
+                    get_task(self.task)
+                except DataError as err:
+                    raise ConfigError(f"--data.task: {err}, conll2003, or 'custom' for your own files") from None
+            elif isinstance(self.tag_column, int):
+                raise ConfigError(f"--data.tag_column: conll2003's tag columns are ner, chunk and pos, not "
+                                  f"{self.tag_column}")
             for name in ("train_file", "dev_file", "test_file", "text_columns", "label_column", "regression"):
                 if getattr(self, name) != getattr(defaults, name):
                     raise ConfigError(f"--data.{name}: only for --data.task custom ({self.task} has its own files)")
@@ -103,7 +149,11 @@ class DataConfig:
         for name in ("train_file", "dev_file", "test_file"):
             if getattr(self, name) is not None:
                 check_input_file(getattr(self, name), f"--data.{name}")
-        check_text_columns(self.text_columns, self.label_column, "--data.text_columns", "--data.label_column")
+        if not token_task:
+            check_text_columns(self.text_columns, self.label_column, "--data.text_columns", "--data.label_column")
+        elif isinstance(self.tag_column, str):
+            raise ConfigError(f"--data.tag_column {self.tag_column}: names are for conll2003; give a custom conll "
+                              "file's tag column by its 0-based index")
         if _same_content(self.train_file, self.dev_file) and (self.train_file, self.dev_file) not in _WARNED:
             _WARNED.add((self.train_file, self.dev_file))  # once, though a run validates its options twice
             warnings.warn(f"--data.dev_file {self.dev_file} holds the same rows as --data.train_file "
@@ -111,6 +161,7 @@ class DataConfig:
                           RuntimeWarning, stacklevel=2)
 
 
+_TOKEN_OPTIONS = ("token_column", "tag_column", "separator", "scheme", "subword", "context", "unknown_tags")
 _WARNED: set[tuple[str, str]] = set()  # (train file, dev file) pairs already warned about
 
 
@@ -128,7 +179,6 @@ class ModelArgs:
     def validate(self, given: Iterable[str] | None = None) -> None:
         """The encoder (or the model to start from) exists; the head takes the options given. With
         ``init_from``, the options the loaded model fixes take its values (:meth:`take_from_loaded_model`)."""
-        from hire.checks import check_encoder, check_head, check_saved_model
 
         if self.init_from is not None:
             check_saved_model(self.init_from, "--model.init_from")
@@ -146,7 +196,6 @@ class ModelArgs:
         ``given``: the names of the options that were given (``encoder``, ``head`` ...: the command line and its
         ``--config`` file, :func:`hire.options.parse_options` records them); where it is None (a configuration
         built in Python), an option counts as given when its value is not the default."""
-        from hire.checks import check_head, real_path
         from hire.heads import head_option_defaults
         from hire.heads import head_options as options_of
         from hire.saved_model import saved_model_config
@@ -239,7 +288,6 @@ class RunConfig:
         Types and ranges (each field's annotation, :func:`value_problem`) first, then the task and
         its files, the output folder, the encoder and the head (which imports the heads, and with them torch).
         """
-        from hire.checks import check_output_folder, real_path
 
         for name, tp, _ in option_fields(RunConfig):
             problem = value_problem(self.get(name), tp)

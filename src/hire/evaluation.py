@@ -1,77 +1,62 @@
-"""Prediction over a split, scores, per-example outputs and GLUE submission files.
+"""Prediction over a task's splits, whatever its type: :func:`predict_task` is the one prediction pipeline.
 
-:func:`predict_task` is the one prediction pipeline: training's final evaluation and ``hire evaluate`` both
-predict a task's splits with it, score the labelled ones and write the same files.
+Training's final evaluation and ``hire evaluate`` both predict a task's splits with it; the task's type
+(:mod:`hire.tasktypes`) tokenizes, predicts, scores and writes each split's files. :func:`model_outputs` is the
+loop every type's ``predict`` runs.
 """
 
 from __future__ import annotations
 
-import json
 import time
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from accelerate import Accelerator
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
-from hire.checks import writing
-from hire.data.batching import Collator, EncodedSplit, LengthGroupedBatches, encode
-from hire.data.examples import Example
-from hire.metrics import compute_metrics, main_score
-from hire.model import HireModel
-from hire.runs import replacing
-from hire.tasks import TaskData
+from hire.checks import replacing, writing
+from hire.data.batching import BOOKKEEPING_KEYS, LengthGroupedBatches
+
+if TYPE_CHECKING:
+    from hire.tasktypes.base import TaskData
 
 
-@dataclass
-class Predictions:
-    logits: np.ndarray  # (N, m), or (N,) for regression; in the split's example order
-    layer_weights: np.ndarray | None  # (N, l + 1)
-    seconds: float  # wall time of the prediction loop
-
-    def labels(self, regression: bool) -> np.ndarray:
-        return self.logits if regression else self.logits.argmax(-1)
-
-    @property
-    def examples_per_second(self) -> float:
-        return len(self.logits) / max(self.seconds, 1e-9)
-
-
-def eval_loader(split: EncodedSplit, batch_size: int, pad_token_id: int) -> DataLoader:
-    sampler = LengthGroupedBatches(split.lengths, batch_size, shuffle=False)
-    return DataLoader(split, batch_sampler=sampler, collate_fn=Collator(pad_token_id))
+def eval_loader(split: Dataset, batch_size: int, collate: Callable[[list[dict[str, Any]]], Any]) -> DataLoader:
+    """Batches of similar length (longest first), in a fixed order; ``collate`` is the task type's collator."""
+    sampler = LengthGroupedBatches(split.lengths, batch_size, shuffle=False)  # type: ignore[attr-defined]
+    return DataLoader(split, batch_sampler=sampler, collate_fn=collate)
 
 
 @torch.no_grad()
-def predict(model: HireModel | torch.nn.Module, loader: DataLoader, accelerator: Accelerator,
-            desc: str = "predict") -> Predictions:
-    """Run the model over a (prepared) loader; outputs come back in the split's original order."""
+def model_outputs(model: torch.nn.Module, loader: DataLoader, accelerator: Accelerator,
+                  take: Callable[[dict[str, torch.Tensor], Any], tuple[torch.Tensor, ...]],
+                  desc: str = "predict") -> tuple[list[list[torch.Tensor]], float]:
+    """Run the (prepared) model over a (prepared) loader in eval mode. ``take(batch, output)`` picks the tensors to
+    keep from each batch (the batch still holds ``index`` and whatever the model does not read); they are gathered
+    from every process, moved to the CPU in float32 at least, and returned one list per tensor, with the loop's
+    wall time."""
     model.eval()
-    indices, logits, weights = [], [], []
+    kept: list[list[torch.Tensor]] = []
     start = time.perf_counter()
     for batch in tqdm(loader, desc=desc, leave=False, disable=not accelerator.is_local_main_process):
-        index = batch.pop("index")
-        batch.pop("labels", None)
+        inputs = {k: v for k, v in batch.items() if k not in (*BOOKKEEPING_KEYS, "labels")}
         with accelerator.autocast():
-            out = model(**batch)
-        lw = out.layer_weights if out.layer_weights is not None else out.logits.new_zeros(len(index), 0)
-        q, lw = (t.to(torch.promote_types(t.dtype, torch.float32)) for t in (out.logits, lw))  # fp64 stays
-        index, q, lw = accelerator.gather_for_metrics((index, q, lw))
-        indices.append(index.cpu())
-        logits.append(q.cpu())
-        weights.append(lw.cpu())
-    seconds = time.perf_counter() - start
-    order = torch.cat(indices).argsort()
-    q = torch.cat(logits)[order].numpy()
-    lw = torch.cat(weights)[order].numpy()
-    return Predictions(q, lw if lw.shape[1] else None, seconds)
+            out = model(**inputs)
+        parts = tuple(t.to(torch.promote_types(t.dtype, torch.float32)) if t.is_floating_point() else t
+                      for t in take(batch, out))  # fp64 stays
+        parts = accelerator.gather_for_metrics(parts)
+        if not kept:
+            kept = [[] for _ in parts]
+        for store, t in zip(kept, parts, strict=True):
+            store.append(t.cpu())
+    return kept, time.perf_counter() - start
 
 
 @dataclass
@@ -82,81 +67,46 @@ class TaskPredictions:
 
 def predict_task(model: torch.nn.Module, task: TaskData, splits: Sequence[str], tokenizer: PreTrainedTokenizerBase,
                  accelerator: Accelerator, *, max_length: int, batch_size: int, predictions_dir: Path,
-                 submission_dir: Path, encoded: Mapping[str, EncodedSplit] | None = None) -> TaskPredictions:
+                 submission_dir: Path, encoded: Mapping[str, Dataset] | None = None) -> TaskPredictions:
     """Predict ``splits`` of ``task`` (a prepared model): score the labelled (dev) splits, write each example's
-    prediction to ``predictions_dir/<split>.jsonl`` and, for unlabelled (test) splits, a GLUE submission file in
-    ``submission_dir`` with their zip. ``encoded`` holds splits already tokenized. Only the main process writes.
+    prediction to ``predictions_dir/<split>.jsonl`` and, for unlabelled (test) splits where the task has one, a
+    leaderboard file in ``submission_dir`` with their zip. ``encoded`` holds splits already tokenized. Only the
+    main process writes.
     """
+    kind = task.type
     results: dict[str, dict[str, Any]] = {}
     weights: list[np.ndarray] = []
     write = accelerator.is_main_process
+    submitted = False
     for split in splits:
-        labelled = split in task.dev
-        examples = task.dev[split] if labelled else task.test[split]
-        data = encoded[split] if encoded is not None and split in encoded else encode(
-            examples, tokenizer, max_length, task.label_names, labelled)
-        loader = accelerator.prepare(eval_loader(data, batch_size, tokenizer.pad_token_id))
-        preds = predict(model, loader, accelerator, desc=f"predict {task.name} {split}")
+        labelled = split in task.dev or split in task.held_out
+        examples = (task.dev.get(split) or task.held_out[split]) if labelled else task.test[split]
+        data = encoded[split] if encoded is not None and split in encoded else kind.encode(
+            task, examples, tokenizer, max_length, labelled)
+        loader = accelerator.prepare(eval_loader(data, batch_size, kind.collator(tokenizer.pad_token_id)))
+        preds = kind.predict(model, loader, data, accelerator, desc=f"predict {task.name} {split}")
         if write:
-            write_predictions(predictions_dir / f"{split}.jsonl", examples, preds, task.label_names)
+            kind.write_predictions(predictions_dir / f"{split}.jsonl", task, examples, preds)
         if labelled:
-            results[split] = score(task.metrics, preds, data, task.regression)
+            results[split] = kind.score(task, preds, examples, data)
             if preds.layer_weights is not None:
                 weights.append(preds.layer_weights)
-        else:
+            continue
+        results[split] = {"examples": len(examples)}
+        if kind.has_submissions:
             file = submission_dir / task.submission_files.get(split, f"{task.name}-{split}.tsv")
             if write:
-                write_submission(file, examples, preds, task.label_names)
-            results[split] = {"examples": len(examples), "submission": str(file)}
-    if write and any(split not in task.dev for split in splits):
+                kind.write_submission(file, task, examples, preds)
+            results[split]["submission"] = str(file)
+            submitted = True
+    if write and submitted:
         zip_submission(submission_dir)
     mean = np.concatenate(weights).mean(0).tolist() if weights else None
     return TaskPredictions(results, mean)
 
 
-def score(metrics: Sequence[str], preds: Predictions, split: EncodedSplit, regression: bool) -> dict[str, float]:
-    """The task's metrics on a labelled split, plus ``score``: their mean (the GLUE convention)."""
-    assert split.labels is not None
-    result = compute_metrics(metrics, preds.labels(regression).tolist(), split.labels)
-    result["score"] = main_score(result)
-    return result
-
-
-def write_predictions(path: Path, examples: Sequence[Example], preds: Predictions,
-                      label_names: Sequence[str] | None) -> None:
-    """One JSON line per example: id, texts, gold label, prediction, probabilities, layer weights."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    regression = label_names is None
-    probs = None if regression else torch.softmax(torch.from_numpy(preds.logits), -1).numpy()
-    with writing(path), replacing(path) as tmp, tmp.open("w") as f:
-        for i, ex in enumerate(examples):
-            row = {"guid": ex.guid, "text_a": ex.text_a, "text_b": ex.text_b, "label": ex.label}
-            if regression:
-                row["prediction"] = float(preds.logits[i])
-            else:
-                row["prediction"] = label_names[int(preds.logits[i].argmax())]  # type: ignore[index]
-                row["probabilities"] = dict(zip(label_names, map(float, probs[i]), strict=True))  # type: ignore
-            if preds.layer_weights is not None:
-                row["layer_weights"] = [round(float(w), 6) for w in preds.layer_weights[i]]
-            f.write(json.dumps(row) + "\n")
-
-
-def write_submission(path: Path, examples: Sequence[Example], preds: Predictions,
-                     label_names: Sequence[str] | None) -> None:
-    """A GLUE leaderboard file: ``index<TAB>prediction``, labels spelled as in the training files."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with writing(path), replacing(path) as tmp, tmp.open("w") as f:
-        f.write("index\tprediction\n")
-        for i, ex in enumerate(examples):
-            if label_names is None:  # STS-B: scores live in [0, 5]
-                value = f"{min(5.0, max(0.0, float(preds.logits[i]))):.3f}"
-            else:
-                value = label_names[int(preds.logits[i].argmax())]
-            f.write(f"{ex.guid}\t{value}\n")
-
-
 def zip_submission(directory: Path, name: str = "glue_submission.zip") -> Path:
-    """Zip every ``*.tsv`` of ``directory`` together, as the leaderboard takes them."""
+    """Zip every ``*.tsv`` of ``directory`` together, as the GLUE leaderboard takes them."""
     archive = directory / name
     with writing(archive), replacing(archive) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
         for tsv in sorted(directory.glob("*.tsv")):

@@ -147,3 +147,71 @@ def task_metrics(task: TaskSpec | None, regression: bool, num_labels: int) -> tu
     if regression:
         return ("pearson", "spearman")
     return ("accuracy", "f1") if num_labels == 2 else ("accuracy", "f1_macro")
+
+
+# Token tasks: one tag per word, sentences as lists of tags.
+
+
+def _check_tag_sequences(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> None:
+    if len(gold) != len(pred):
+        raise ValueError(f"gold has {len(gold)} sentences but the predictions have {len(pred)}")
+    if not gold:
+        raise ValueError("cannot score zero sentences")
+    for i, (gold_tags, pred_tags) in enumerate(zip(gold, pred, strict=True)):
+        if len(gold_tags) != len(pred_tags):
+            raise ValueError(f"sentence {i} has {len(gold_tags)} gold tags but {len(pred_tags)} predicted")
+
+
+def token_accuracy(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> float:
+    """The fraction of words whose predicted tag is the gold tag (the score of parts of speech and chunks).
+
+    Raises:
+        ValueError: if the sentences or their lengths differ, or there are no words.
+    """
+    _check_tag_sequences(gold, pred)
+    words = sum(len(tags) for tags in gold)
+    if words == 0:
+        raise ValueError("cannot score sentences without words")
+    right = sum(g == p for gold_tags, pred_tags in zip(gold, pred, strict=True)
+                for g, p in zip(gold_tags, pred_tags, strict=True))
+    return right / words
+
+
+def entity_scores(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> dict[str, float]:
+    """Entity precision, recall and F1 of IOB2 tags, overall (micro: over all entities) and per type.
+
+    seqeval in strict IOB2 mode: an entity is a B-X and the I-X that follow it, and counts as right only when
+    its type and both boundaries are the gold's. A predicted I-X that begins a chunk is no entity (lenient
+    scorers such as conlleval and seqeval's default read it as one). Keys: "precision", "recall", "f1",
+    "precision_<TYPE>", "recall_<TYPE>", "f1_<TYPE>" for every type in the gold or the predictions, and
+    "token_accuracy". An undefined ratio (no entity predicted, or none in the gold) is 0.0.
+
+    Raises:
+        ValueError: if the sentences or their lengths differ, or a tag is not "O", "B-..." or "I-...".
+    """
+    accuracy = token_accuracy(gold, pred)
+    for name, sentences in (("gold", gold), ("predicted", pred)):
+        for tag in {tag for tags in sentences for tag in tags}:
+            if tag != "O" and not (len(tag) > 2 and tag[:2] in ("B-", "I-")):
+                raise ValueError(f"{name} tag {tag!r} is not an IOB2 tag (O, B-TYPE, I-TYPE); "
+                                 "score plain tags with token_accuracy")
+    scores = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
+    if any(tag != "O" for sentences in (gold, pred) for tags in sentences for tag in tags):
+        from seqeval.metrics import classification_report  # imported here: it is slow to import
+        from seqeval.scheme import IOB2
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # zero_division=0 defines the undefined ratios as 0.0
+            report = classification_report([list(tags) for tags in gold], [list(tags) for tags in pred],
+                                           mode="strict", scheme=IOB2, output_dict=True, zero_division=0)
+        for name, values in report.items():
+            if name in ("macro avg", "weighted avg"):
+                continue
+            suffix = "" if name == "micro avg" else f"_{name}"
+            for key, value in (("precision", "precision"), ("recall", "recall"), ("f1", "f1-score")):
+                scores[key + suffix] = _finite(values[value])
+    scores["token_accuracy"] = accuracy
+    return scores
+
+
+__all__ += ["entity_scores", "token_accuracy"]

@@ -29,17 +29,20 @@ from torch import Tensor, nn
 from transformers import (
     AutoConfig,
     AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
     PretrainedConfig,
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
-from transformers.modeling_outputs import SequenceClassifierOutput
+from transformers.modeling_outputs import SequenceClassifierOutput, TokenClassifierOutput
 
 from hire.encoder import Encoder, local_folder, resolve_encoder
 from hire.heads import build_head, check_head_options
 from hire.sharing import ModelCard, export_code, write_model_card
 
 CONFIG_NAME = "config.json"
+TASK_TYPES = ("sequence", "token")  # HireModel, HireForTokenClassification
+SUBWORDS = ("first", "last", "mean")  # where a token model reads a word
 
 
 class HireConfig(PretrainedConfig):
@@ -49,7 +52,9 @@ class HireConfig(PretrainedConfig):
     there is one label, else ``"single_label_classification"``), it records the encoder's configuration (a
     dict), the head and its options, the class names in logit order (``label_names``, as spelled in the data;
     None for regression), the text columns the model was trained on and whether the encoder is frozen
-    (``freeze_encoder``: the feature-based use of BERT's paper; the head learns from fixed hidden states).
+    (``freeze_encoder``: the feature-based use of BERT's paper; the head learns from fixed hidden states),
+    and what is predicted (``task_type``: ``"sequence"``, one label or score per sentence or pair, or ``"token"``,
+    one tag per word, read at a word's ``subword``: its ``first`` or ``last`` sub-token, or their ``mean``).
     """
 
     model_type = "hire"
@@ -57,7 +62,14 @@ class HireConfig(PretrainedConfig):
     def __init__(self, encoder: str = "", head: str = "hire", head_options: dict[str, Any] | None = None,
                  label_names: list[str] | None = None, classifier_dropout: float = 0.1,
                  encoder_config: dict[str, Any] | None = None, text_columns: list[str] | None = None,
-                 freeze_encoder: bool = False, **kwargs: Any):
+                 freeze_encoder: bool = False, task_type: str = "sequence", subword: str = "first",
+                 task_options: dict[str, Any] | None = None, **kwargs: Any):
+        if task_type not in TASK_TYPES:
+            raise ValueError(f"task_type must be one of {', '.join(TASK_TYPES)}, not {task_type!r}")
+        if subword not in SUBWORDS:
+            raise ValueError(f"subword must be one of {', '.join(SUBWORDS)}, not {subword!r}")
+        self.task_type, self.subword = task_type, subword
+        self.task_options = dict(task_options or {})  # how a tagger's data was read (tag column, scheme, context)
         self.encoder = encoder  # the hub name or path the encoder came from (for the record)
         self.head = head
         self.head_options = dict(head_options or {})
@@ -198,7 +210,7 @@ class HireModel(PreTrainedModel):
         return self.encoder.model.get_input_embeddings()
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, token_type_ids: Tensor | None = None,
-                labels: Tensor | None = None) -> ModelOutput:
+                labels: Tensor | None = None) -> ModelOutput:  # type: ignore[override]
         """eq. 8-11 on a right-padded batch: ``input_ids`` (B, n) token ids, ``attention_mask`` (B, n) of 0 and 1
         (default: all tokens real), ``token_type_ids`` (B, n), ``labels`` (B,): class indices (-100: ignored,
         as in ``transformers``), or real targets for regression. Anything else is a ValueError naming the
@@ -240,7 +252,8 @@ class HireModel(PreTrainedModel):
     def from_pretrained(cls, pretrained_model_name_or_path: str | Path, num_labels: int | None = None,
                         label_names: list[str] | None = None, map_location: str = "cpu", *model_args: Any,
                         **kwargs: Any) -> HireModel:
-        """Load a saved model (in eval mode). Asking for another label set gives it a new, freshly initialised
+        """Load a saved model (in eval mode), of its own class: ``HireModel.from_pretrained`` of a token model
+        gives a :class:`HireForTokenClassification`. Asking for another label set gives it a new, freshly initialised
         final projection (W2, b2), as when fine-tuning RTE from an MNLI model. ``kwargs`` go to ``transformers``'
         ``from_pretrained``."""
         if num_labels is not None:
@@ -253,6 +266,9 @@ class HireModel(PreTrainedModel):
             pretrained_model_name_or_path = folder
         if map_location != "cpu":
             kwargs.setdefault("device_map", map_location)
+        if cls is HireModel and kwargs.get("config") is not None and kwargs["config"].task_type == "token":
+            return HireForTokenClassification.from_pretrained(  # HireModel.from_pretrained loads any hire model
+                pretrained_model_name_or_path, num_labels, label_names, map_location, *model_args, **kwargs)
         model = super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
         _own_memory(model)
         config = model.config
@@ -263,6 +279,132 @@ class HireModel(PreTrainedModel):
             model.output.out = nn.Linear(dense.out_features, config.num_labels, device=dense.weight.device,
                                          dtype=dense.weight.dtype)
         return model
+
+
+@dataclass
+class TokenOutput(TokenClassifierOutput):
+    """``transformers``' token classifier output (``loss``, ``logits``: (B, n, m)), plus ``layer_weights``
+    (B, l + 1) for heads that weight hidden states."""
+
+    layer_weights: Tensor | None = None
+
+
+class HireForTokenClassification(HireModel):
+    """The encoder, a head's per-token form and the output layer (eq. 8) at every token: token tasks (named
+    entities, chunks, parts of speech).
+
+    ``Head.tokens`` gives a representation at every token, the output layer classifies each. A word's tag is read
+    at one of its sub-tokens, the one its ``labels`` mark (``config.subword``: its first, as BERT does, or its
+    last); with ``mean``, the representations of the word's sub-tokens (``word_ids``: the word each token
+    belongs to, -1 for none) are averaged first. ``labels`` (B, n) hold a tag index at each word's scored
+    sub-token and -100 elsewhere: the loss is the mean cross-entropy over words.
+    """
+
+    def __init__(self, config: HireConfig, encoder: Encoder | None = None):
+        if config.regression:
+            raise ValueError("a token model needs at least two tags (num_labels >= 2), not regression")
+        super().__init__(config, encoder)
+        self.head.check_tokens()  # a head without a per-token form says so now, not at the first batch
+        # Which vocabulary entries continue a word (WordPiece's "##" pieces; see set_word_pieces): where no
+        # word_ids are given (transformers' token-classification pipeline), words are found from them.
+        vocab = self.get_input_embeddings().num_embeddings
+        self.register_buffer("continues_word", torch.zeros(vocab, dtype=torch.bool))
+
+    def set_word_pieces(self, tokenizer: PreTrainedTokenizerBase) -> None:
+        """Mark the tokenizer's word-continuing pieces (WordPiece's ``##`` prefix), so that the model reads each
+        word at one of its sub-tokens, as with ``word_ids``, also where it is given token ids alone (transformers'
+        ``pipeline("token-classification")``), and every sub-token of a word carries the word's tag (B-X on its
+        first, I-X on the rest). Tokenizers without such a prefix (byte-level BPE, SentencePiece) leave it unset:
+        without ``word_ids`` each sub-token is then read on its own."""
+        prefix = getattr(getattr(getattr(tokenizer, "backend_tokenizer", None), "model", None),
+                         "continuing_subword_prefix", None)
+        marks = torch.zeros_like(self.continues_word)
+        if prefix:
+            ids = [i for token, i in tokenizer.get_vocab().items() if token.startswith(prefix) and i < len(marks)]
+            marks[ids] = True
+        self.continues_word.copy_(marks)
+
+    def _words_from_pieces(self, input_ids: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+        """Which tokens continue a word (B, n), and the word each real token belongs to (B, n; -1 at padding)."""
+        inside = self.continues_word[input_ids] & mask.bool()
+        inside[:, 0] = False
+        return inside, torch.where(mask.bool(), (~inside).long().cumsum(1) - 1, -1)
+
+    def _read_words(self, q: Tensor, inside: Tensor, word: Tensor) -> Tensor:
+        """Without ``word_ids``: every sub-token of a word gets the logits of the sub-token the word is read at
+        (``config.subword``; ``mean`` has averaged them already), with B-X moved to I-X after the word's first."""
+        B, n, m = q.shape
+        word = word.clamp(min=0)  # padding reads the first word: never looked at
+        positions = torch.arange(n, device=q.device).expand(B, n)
+        reduce = "amax" if self.config.subword == "last" else "amin"
+        read = torch.zeros_like(positions).scatter_reduce(1, word, positions, reduce, include_self=False)
+        q = q.gather(1, read.gather(1, word).unsqueeze(-1).expand(B, n, m))
+        moves = [(b, names.index("I-" + name[2:])) for names in [self.config.label_names or []]
+                 for b, name in enumerate(names) if name.startswith("B-") and "I-" + name[2:] in names]
+        if moves:
+            later = q.clone()
+            for b, i in moves:
+                later[..., i] = torch.maximum(q[..., b], q[..., i])
+                later[..., b] = torch.finfo(q.dtype).min / 2
+            q = torch.where(inside.unsqueeze(-1), later, q)
+        return q
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,  # type: ignore[override]
+                token_type_ids: Tensor | None = None, labels: Tensor | None = None,
+                word_ids: Tensor | None = None) -> TokenOutput:
+        attention_mask = check_batch(input_ids, attention_mask, token_type_ids, None, self.config.num_labels,
+                                     self.get_input_embeddings().num_embeddings)
+        shape = tuple(input_ids.shape)
+        for name, value in (("labels", labels), ("word_ids", word_ids)):
+            if value is not None and (not isinstance(value, Tensor) or tuple(value.shape) != shape
+                                      or value.is_floating_point() or value.dtype == torch.bool):
+                raise ValueError(f"{name} must be an integer tensor of the shape of input_ids {shape}, one per "
+                                 f"token, not {_describe(value)}")
+        m = self.config.num_labels
+        if labels is not None and bool(((labels != -100) & ((labels < 0) | (labels >= m))).any()):
+            raise ValueError(f"labels must be tag indices 0 to {m - 1} (or -100, ignored); got "
+                             f"{sorted(set(labels.flatten().tolist()))[:10]}")
+        with torch.no_grad() if self.config.freeze_encoder else contextlib.nullcontext():
+            enc = self.encoder(input_ids, attention_mask, token_type_ids)
+        head = self.head.tokens(enc.hidden_states, enc.mask)
+        T = head.representation  # (B, n, d')
+        from_pieces = word_ids is None and bool(self.continues_word.any())
+        if from_pieces:  # token ids alone: words from the word pieces
+            inside, word_ids = self._words_from_pieces(input_ids, attention_mask)
+        if self.config.subword == "mean" and word_ids is not None:
+            T = word_means(T, word_ids)
+        q = self.output(T)  # eq. 8 at every token: (B, n, m)
+        q = q.to(torch.promote_types(q.dtype, torch.float32))
+        if from_pieces:
+            q = self._read_words(q, inside, word_ids)
+        loss = None
+        if labels is not None:
+            loss = F.cross_entropy(q.reshape(-1, m), labels.reshape(-1).long(), ignore_index=-100)
+        return TokenOutput(loss=loss, logits=q, layer_weights=head.layer_weights)
+
+
+def word_means(T: Tensor, word_ids: Tensor) -> Tensor:
+    """At every token of a word (``word_ids`` (B, n): the word's index, -1 for no word), the mean of that word's
+    token representations ``T`` (B, n, d); other tokens unchanged. Padding (-1) never changes a word."""
+    B, n, d = T.shape
+    words = int(word_ids.max().item()) + 1 if word_ids.numel() else 0
+    if words <= 0:
+        return T
+    real = word_ids >= 0
+    index = word_ids.clamp(min=0)  # (B, n)
+    sums = T.new_zeros(B, words, d).index_put_((torch.arange(B, device=T.device).unsqueeze(1).expand(B, n)[real],
+                                                index[real]), T[real], accumulate=True)
+    counts = torch.zeros(B, words, dtype=T.dtype, device=T.device).index_put_(
+        (torch.arange(B, device=T.device).unsqueeze(1).expand(B, n)[real], index[real]),
+        torch.ones((), dtype=T.dtype, device=T.device).expand(int(real.sum())), accumulate=True)
+    means = sums / counts.clamp(min=1).unsqueeze(-1)  # (B, words, d)
+    gathered = means.gather(1, index.unsqueeze(-1).expand(B, n, d))
+    return torch.where(real.unsqueeze(-1), gathered, T)
+
+
+def model_class(config: HireConfig) -> type[HireModel]:
+    """The model class of a configuration's task type."""
+    return HireForTokenClassification if config.task_type == "token" else HireModel
 
 
 @torch.no_grad()
@@ -381,11 +523,14 @@ def load_config(directory: str | Path) -> HireConfig:
 
 def build_model(encoder: str | os.PathLike[str] | PretrainedConfig, head: str = "hire", num_labels: int = 2,
                 head_options: Mapping[str, Any] | None = None, label_names: Sequence[str] | None = None,
-                classifier_dropout: float = 0.1, freeze_encoder: bool = False) -> HireModel:
+                classifier_dropout: float = 0.1, freeze_encoder: bool = False, task_type: str = "sequence",
+                subword: str = "first", task_options: Mapping[str, Any] | None = None) -> HireModel:
     """The documented entry point: an encoder (hub name, local path, or a ``transformers`` config for
     random weights), a head name (``hire.heads.head_names()``) and the number of labels (1 = regression).
     ``head_options`` are the head's own (``hire.heads.head_options(head)``); ``label_names`` the class names in
-    logit order; ``freeze_encoder``: train only the head and output layer on the encoder's fixed hidden states.
+    logit order; ``freeze_encoder``: train only the head and output layer on the encoder's fixed hidden states;
+    ``task_type="token"`` (with ``subword``) a tagger, :class:`HireForTokenClassification`; ``task_options``
+    record how its data was read.
 
     Every argument is checked before the encoder loads: a wrong one is a ValueError naming it.
     """
@@ -406,8 +551,10 @@ def build_model(encoder: str | os.PathLike[str] | PretrainedConfig, head: str = 
         enc, name = Encoder.from_pretrained(encoder), os.fspath(encoder)
     config = HireConfig(encoder=name, head=head, head_options=options, label_names=label_names,
                         classifier_dropout=float(classifier_dropout), num_labels=num_labels,
-                        freeze_encoder=freeze_encoder)
-    return HireModel(config, enc)
+                        freeze_encoder=freeze_encoder, task_type=task_type, subword=subword,
+                        task_options=dict(task_options or {}))
+    model = model_class(config)(config, enc)
+    return model
 
 
 # What a tokenizer is read from: transformers' own serialization, or a vocabulary (WordPiece, BPE, SentencePiece,
@@ -416,8 +563,10 @@ def build_model(encoder: str | os.PathLike[str] | PretrainedConfig, head: str = 
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "*.model", "*.tiktoken")
 
 
-def load_tokenizer(name_or_path: str | os.PathLike[str]) -> PreTrainedTokenizerBase:
+def load_tokenizer(name_or_path: str | os.PathLike[str], words: bool = False) -> PreTrainedTokenizerBase:
     """The tokenizer of an encoder or of a saved model, padding on the right (the heads assume right padding).
+    ``words``: for text given as words (token tasks): a byte-level BPE tokenizer (RoBERTa's) then reads each word
+    as it reads a word inside running text, with the space before it (``add_prefix_space``).
 
     A local folder (``hire.encoder.local_folder``) must exist and hold a tokenizer: without one of
     :data:`TOKENIZER_FILES`, the ValueError names the folder and the files looked for, instead of
@@ -441,6 +590,8 @@ def load_tokenizer(name_or_path: str | os.PathLike[str]) -> PreTrainedTokenizerB
         raise
     if not has_files and len(tokenizer.get_vocab()) <= len(tokenizer.all_special_tokens):
         raise missing  # e.g. a BERT folder without vocab.txt: transformers builds an empty WordPiece
+    if words and getattr(tokenizer, "add_prefix_space", None) is False:
+        tokenizer = AutoTokenizer.from_pretrained(path, add_prefix_space=True)
     tokenizer.padding_side = "right"
     return tokenizer
 
@@ -448,3 +599,4 @@ def load_tokenizer(name_or_path: str | os.PathLike[str]) -> PreTrainedTokenizerB
 if __package__ == "hire":  # the installed library; a saved folder's copy is found through its auto_map instead
     AutoConfig.register(HireConfig.model_type, HireConfig, exist_ok=True)
     AutoModelForSequenceClassification.register(HireConfig, HireModel, exist_ok=True)
+    AutoModelForTokenClassification.register(HireConfig, HireForTokenClassification, exist_ok=True)

@@ -22,9 +22,11 @@ option or file at fault (``--train.lr: expected a number, not 'abc'``, ``--train
 jsonargparse's message of several lines, put in one). The rules that need more than the value (files, encoder,
 head) are :meth:`RunConfig.validate`'s, applied after parsing.
 
-The other core commands (``hire evaluate``, ``predict``, ``export``, ``heads``, ``report``) are typed the same way:
-each a dataclass of options (:func:`option`), parsed by :func:`parse_command` through the same types and the same
-one-line errors; :func:`typed_command` adds one to ``hire``'s sub-commands.
+Every other command (``hire evaluate``, ``predict``, ``export``, ``heads``, ``report``, and the lab's) is typed
+the same way: a dataclass of options (:func:`option`), parsed by :func:`parse_command` through the same types and
+the same one-line errors (:func:`one_line`), with ``--config`` where it has many options. :func:`typed_command`
+makes it a :class:`Command`; :func:`command_group` makes a command of several (``hire experiment run|status|...``);
+:func:`dispatch` runs the one a command line's first word names (``hire`` itself is such a group).
 """
 
 from __future__ import annotations
@@ -34,13 +36,15 @@ import dataclasses
 import functools
 import math
 import re
+import textwrap
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 import yaml
-from jsonargparse import ActionConfigFile, ArgumentParser, get_loader, set_loader
+from jsonargparse import ActionConfigFile, ArgumentParser, DefaultHelpFormatter, get_loader, set_loader
 
+from hire.checks import read_yaml
 from hire.config import ONE_SHOT, ConfigError, RunConfig, did_you_mean, option_fields, parser_type
 from hire.optiontypes import describe_type, range_of, range_text
 
@@ -110,19 +114,22 @@ _FORMS = {list: _Form(comma_list, "list[str]"), dict: _Form(mapping, "dict[str, 
 
 class _ConfigFile(ActionConfigFile):
     """``--config FILE``: read and checked here (one line naming the file, and the YAML line at fault), then
-    merged by jsonargparse, which takes a configuration as a file or as YAML text."""
+    merged by jsonargparse, which takes a configuration as a file or as YAML text. The options read stand in the
+    parsed ``config`` (in place of jsonargparse's ``None``), so that the file is read once."""
 
     def __call__(self, parser: Any, cfg: Any, values: Any, option_string: str | None = None) -> None:
-        options = read_config_file(values)
+        options = read_config_file(values, parser.hire_options)
         try:
             self.apply_config(parser, cfg, self.dest, yaml.safe_dump(options))
         except (KeyError, TypeError, argparse.ArgumentError) as err:
             message = err.args[0] if isinstance(err, KeyError) else str(err)
-            raise ConfigError(f"--config {values}: {_one_line(message)}") from None
+            raise ConfigError(f"--config {values}: {one_line(message, _fields(parser.hire_options))}") from None
+        cfg[self.dest][-1] = options
 
 
-def read_config_file(path: str | Path) -> dict[str, Any]:
-    """The options of a ``--config`` file: a UTF-8 YAML mapping, its sections mappings too (or empty)."""
+def read_config_file(path: str | Path, options: type = RunConfig) -> dict[str, Any]:
+    """The options of a ``--config`` file (of dataclass ``options``' fields): a UTF-8 YAML mapping, its sections
+    mappings too (or empty)."""
     from hire.checks import path_kind
 
     path = Path(path)
@@ -138,46 +145,11 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
         if values.pop(name, None):  # versions in config.yaml, changes nothing and is dropped)
             raise ConfigError(f"{where}: {name}: true is not taken from a file (it would act on every command "
                               f"that reads the file); give --{name} on the command line")
-    names = [name for name, _, _ in option_fields(RunConfig)]
+    names = [name for name, _, _ in option_fields(options)]
     for name in by_name(values):  # here, not after the merge, where jsonargparse no longer knows the file
         if name not in names:
             raise ConfigError(f"{where}: unknown option {name!r}{did_you_mean(name, names)}")
     return values
-
-
-def read_yaml(path: str | Path, where: str, load: Callable[[str], Any] = yaml.safe_load) -> Any:
-    """A YAML file's content, read with ``load``; :class:`ConfigError` (``where: ...``) for a file that is not
-    UTF-8, not valid YAML (its line and column), or that gives one key twice in a mapping (YAML loaders keep
-    the last value silently: a setting given twice is a mistake that must not pass unnoticed)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{where}: not UTF-8 text") from None
-    try:
-        _no_duplicate_keys(yaml.compose(text, Loader=yaml.SafeLoader), where)
-        return load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        problem = getattr(err, "problem", None) or " ".join(str(err).split())
-        raise ConfigError(f"{where}: not valid YAML ({at}{problem})") from None
-
-
-def _no_duplicate_keys(node: yaml.Node | None, where: str) -> None:
-    """Walk a composed YAML document; a mapping that holds one scalar key twice is an error naming both lines."""
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[str, int] = {}
-        for key, value in node.value:
-            if isinstance(key, yaml.ScalarNode):
-                line = key.start_mark.line + 1
-                if key.value in seen:
-                    raise ConfigError(f"{where}: line {line}: the key {key.value!r} is given twice (first on line "
-                                      f"{seen[key.value]}); keep one")
-                seen[key.value] = line
-            _no_duplicate_keys(value, where)
-    elif isinstance(node, yaml.SequenceNode):
-        for item in node.value:
-            _no_duplicate_keys(item, where)
 
 
 def _sections(options: Mapping[str, Any], where: str = "") -> dict[str, Any]:
@@ -194,6 +166,7 @@ def run_parser() -> ArgumentParser:
     parser = ArgumentParser(prog="hire train", exit_on_error=False, parser_mode="hire",
                             description="Fine-tune an encoder with a head (default: HIRE) on a GLUE task or your "
                             "own files. Every option below is also a key of a --config YAML file.")
+    parser.hire_options = RunConfig
     parser.add_argument("--config", action=_ConfigFile, help="YAML file of options (e.g. configs/cola-minilm.yaml, "
                         "or a run's config.yaml); the command line overrides it, wherever --config stands")
     groups = {section: parser.add_argument_group(f"{section} options") for section in ("run", *SECTIONS)}
@@ -217,28 +190,16 @@ def parse_options(options: Sequence[str] | Mapping[str, Any]) -> RunConfig:
         else:
             namespace = parser.parse_args(_config_first(list(options)))
     except argparse.ArgumentError as err:
-        raise ConfigError(_one_line(str(err))) from None
+        raise ConfigError(one_line(str(err), _fields(RunConfig))) from None
     values = namespace.as_dict()
-    values.pop("config", None)
+    files = values.pop("config", None) or []
     cfg = _build(RunConfig, values)
-    cfg.given = frozenset(_given(options))
-    return cfg
-
-
-def _given(options: Sequence[str] | Mapping[str, Any]) -> set[str]:
-    """The dotted names of the options that ``options`` sets (on the command line or in a ``--config`` file), as
-    against those left at their defaults."""
     if isinstance(options, Mapping):
-        return set(by_name(_sections(options)))
-    words, names = list(options), set()
-    for i, word in enumerate(words):
-        if word == "--config" and i + 1 < len(words):
-            names |= set(by_name(read_config_file(words[i + 1])))
-        elif word.startswith("--config="):
-            names |= set(by_name(read_config_file(word.partition("=")[2])))
-        elif word.startswith("--") and word != "--config":
-            names.add(word[2:].partition("=")[0])
-    return names
+        cfg.given = frozenset(by_name(_sections(options)))
+    else:  # the options named on the command line, and those of the --config files (as read while parsing)
+        words = {word[2:].partition("=")[0] for word in options if word.startswith("--")} - {"config"}
+        cfg.given = frozenset(words.union(*(by_name(read) for read in files)))
+    return cfg
 
 
 PRINT_FLAGS = ("skip_default", "skip_unset")  # those jsonargparse's --print_config documents in --help
@@ -325,6 +286,48 @@ _NOT_OF_TYPE = re.compile(r"Not of type \w+: (?:(.*?) (?:does not conform to res
 _NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|[-+]?(nan|inf|infinity)", re.I)
 
 
+def _fields(options: type) -> dict[str, tuple[str, Any]]:
+    """``{dest: (option, type)}`` of dataclass ``options``' fields, as :func:`one_line` names them."""
+    return {name: (name if f.metadata.get("positional") else f"--{f.metadata.get('flag') or name}", tp)
+            for name, tp, f in option_fields(options)}
+
+
+def one_line(message: str, fields: Mapping[str, tuple[str, Any]]) -> str:
+    """jsonargparse's (or argparse's) message as hire's one line, which starts with the option at fault.
+
+    This stays because jsonargparse's messages are several lines of Python's words (``Parser key "train.lr":
+    Not of type NonNegativeFloat: -1 does not conform to restriction v>=0``), and nothing in it suggests the
+    closest name for a misspelt option. A value out of range reads ``--train.epochs: must be >= 1, not 0``, one
+    not of its type ``--train.lr: expected a number, not 'abc'``; ``fields`` maps each parser key to its option
+    and type (:func:`_fields`)."""
+    message = message.strip()
+    if found := re.match(r"the following arguments are required: (.*)$", message, re.S):
+        names = [name.strip() for name in found[1].split(",")]
+        return f"the following arguments are required: {', '.join(fields.get(n, (n,))[0] for n in names)}"
+    if (found := _PARSER_KEY.match(message)) and found[1] in fields:
+        (option, tp), detail = fields[found[1]], found[2]
+        given, rng = _given_value(detail), range_of(tp)
+        if given is not None and rng is not None and "does not conform to restriction" in detail:
+            value = rng._type(float(given)) if rng._type is int and "." in given else rng._type(given)
+            if isinstance(value, float) and not math.isfinite(value):
+                return f"{option}: must be a finite number, not {value}"
+            return f"{option}: must be {range_text(rng)}, not {value!r}"
+        if given is not None and (detail.startswith(("Expected", "Does not validate", "Not of type"))):
+            shown = given if given in ("True", "False", "None") or _NUMBER.fullmatch(given) else repr(given)
+            quote = given == "False" and get_origin(tp) is Literal and "no" in get_args(tp)
+            hint = ' (YAML reads a bare no as false: write it in quotes, "no")' if quote else ""
+            return f"{option}: expected {describe_type(tp)}, not {shown}{hint}"
+        return f"{option}: {' '.join(detail.split())}"
+    if found := re.match(r"argument (--[\w.]+): (.*)$", message, re.S):
+        return f"{found[1]}: {' '.join(found[2].split())}"
+    options = [option for option, _ in fields.values() if option.startswith("--")]
+    if found := re.match(r"unrecognized arguments: (\S+)(.*)$", message, re.I | re.S):
+        return f"unrecognized arguments: {found[1]}{found[2]}{did_you_mean(found[1].partition('=')[0], options)}"
+    if found := re.search(r"(?:Option|Key) '([^']+)' is not (?:accepted|expected)", message):  # older: Key
+        return f"unknown option {found[1]!r}{did_you_mean(found[1], [o[2:] for o in options])}"
+    return " ".join(message.split())
+
+
 def _given_value(detail: str) -> str | None:
     """The value a jsonargparse message says it was given, as text (None where it does not say)."""
     if found := _GIVEN.search(detail):
@@ -334,99 +337,130 @@ def _given_value(detail: str) -> str | None:
     return None
 
 
-def _one_line(message: str, types: Mapping[str, Any] | None = None) -> str:
-    """jsonargparse's (or argparse's) message, in one line that starts with the option at fault: a value out of
-    its range (the field's restricted number type) as ``must be >= 1, not 0``, a value not of its type as
-    ``expected an integer, not 'abc'``."""
-    types = types if types is not None else {name: tp for name, tp, _ in option_fields(RunConfig)}
-    message = message.strip()
-    if found := re.match(r"the following arguments are required: (.*)$", message, re.S):
-        names = [name.strip() for name in found[1].split(",")]
-        return f"the following arguments are required: {', '.join(f'--{n}' if n in types else n for n in names)}"
-    if (found := _PARSER_KEY.match(message)) and found[1] in types:
-        key, detail = found[1], found[2]
-        given = _given_value(detail)
-        rng = range_of(types[key])
-        if given is not None and rng is not None and "does not conform to restriction" in detail:
-            value = rng._type(float(given)) if rng._type is int and "." in given else rng._type(given)
-            if isinstance(value, float) and not math.isfinite(value):
-                return f"--{key}: must be a finite number, not {value}"
-            return f"--{key}: must be {range_text(rng)}, not {value!r}"
-        if given is not None and (detail.startswith(("Expected", "Does not validate", "Not of type"))):
-            shown = given if given in ("True", "False", "None") or _NUMBER.fullmatch(given) else repr(given)
-            quote = given == "False" and get_origin(types[key]) is Literal and "no" in get_args(types[key])
-            hint = ' (YAML reads a bare no as false: write it in quotes, "no")' if quote else ""
-            return f"--{key}: expected {describe_type(types[key])}, not {shown}{hint}"
-        return f"--{key}: {' '.join(detail.split())}"
-    if found := re.match(r"argument (--[\w.]+): (.*)$", message, re.S):
-        return f"{found[1]}: {' '.join(found[2].split())}"
-    if found := re.match(r"unrecognized arguments: (\S+)(.*)$", message, re.I | re.S):
-        option = found[1].partition("=")[0]
-        return f"unrecognized arguments: {found[1]}{found[2]}{did_you_mean(option, [f'--{n}' for n in types])}"
-    if found := re.search(r"(?:Option|Key) '([^']+)' is not (?:accepted|expected)", message):  # older: Key
-        return f"unknown option {found[1]!r}{did_you_mean(found[1], types)}"
-    return " ".join(message.split())
-
-
-# -- the other typed commands: each takes a dataclass of options, parsed the same way --------------------------
+# -- every other command: a dataclass of options, parsed the same way -----------------------------------------
 REQUIRED = dataclasses.MISSING
 
 
-def option(help: str, default: Any = REQUIRED, positional: bool = False) -> Any:
+def option(help: str, default: Any = REQUIRED, positional: bool = False, flag: str | None = None) -> Any:
     """A command's option: its ``--help`` text and default (none: the option is required); ``positional`` for
-    the words that name what the command acts on (``hire report RUN ...``)."""
-    metadata = {"help": help, "positional": positional}
+    the words that name what the command acts on (``hire report RUN ...``); ``flag`` where the option's name is
+    not the field's (``--from``, a Python keyword). A list option (not positional) is repeatable:
+    ``--only a=1 --only b=2``, or a YAML list in a ``--config`` file."""
+    metadata = {"help": help, "positional": positional, "flag": flag}
     if isinstance(default, list | dict):
         return dataclasses.field(default_factory=lambda: type(default)(default), metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
 
 
+class _Repeat(argparse.Action):
+    """A repeatable option: each time it is given adds its word to the list (after a ``--config`` file's)."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), values])
+
+
+class _Formatter(DefaultHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """jsonargparse's help, with the epilog's examples kept as written."""
+
+
 @functools.cache
-def command_parser(options: type, prog: str, description: str) -> ArgumentParser:
+def command_parser(options: type, prog: str, description: str, epilog: str = "",
+                   config: bool = False) -> ArgumentParser:
     """The jsonargparse parser of a command whose options are the fields of dataclass ``options``: each field's
-    annotation is its type (a range, a choice as ``Literal``), checked where the value is read."""
-    parser = ArgumentParser(prog=prog, exit_on_error=False, parser_mode="hire", description=description)
+    annotation is its type (a range, a choice as ``Literal``), checked where the value is read; with ``config``,
+    ``--config FILE`` too (a YAML file of the same options)."""
+    parser = ArgumentParser(prog=prog, exit_on_error=False, parser_mode="hire", description=textwrap.fill(
+                            description, 100), epilog=epilog or None, formatter_class=_Formatter)
+    parser.hire_options = options
+    if config:
+        parser.add_argument("--config", action=_ConfigFile, help="YAML file of options (the keys are the options' "
+                            "names); the command line overrides it, wherever --config stands")
     for name, tp, f in option_fields(options):
+        text, listed = f.metadata["help"], get_origin(tp) is list
         if f.metadata.get("positional"):
-            parser.add_argument(name, nargs="+", type=str, help=f.metadata["help"])
+            parser.add_argument(name, nargs="+" if listed else None, type=str if listed else parser_type(tp),
+                                metavar=name.upper(), help=text)
             continue
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         default = None if required else f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        flag = {"nargs": "?", "const": True} if tp is bool else {}
-        parser.add_argument(f"--{name}", type=_FORMS.get(get_origin(tp), parser_type(tp)), help=f.metadata["help"],
-                            **({"required": True} if required else {"default": default}), **flag)
+        given = {"required": True} if required else {"default": default}
+        flag = f"--{f.metadata.get('flag') or name}"
+        if listed:
+            parser.add_argument(flag, dest=name, action=_Repeat, metavar=name.upper(), help=f"{text}; repeatable",
+                                **given)
+            continue
+        alone = {"nargs": "?", "const": True} if tp is bool else {}  # --overwrite, as well as --overwrite true
+        parser.add_argument(flag, dest=name, type=_FORMS.get(get_origin(tp), parser_type(tp)), help=text, **given,
+                            **alone)
     return parser
 
 
-def parse_command(options: type, prog: str, description: str, argv: Sequence[str]) -> Any:
+def parse_command(options: type, prog: str, argv: Sequence[str], description: str = "", epilog: str = "",
+                  config: bool = False) -> Any:
     """An instance of dataclass ``options`` from a command's words; :class:`ConfigError` of one line naming the
     option at fault (an unknown one with the closest valid name)."""
-    parser = command_parser(options, prog, description)
+    parser = command_parser(options, prog, description, epilog, config)
     try:
-        values = parser.parse_args(list(argv)).as_dict()
+        values = parser.parse_args(_config_first(list(argv))).as_dict()
     except argparse.ArgumentError as err:
-        named = {name: tp for name, tp, f in option_fields(options) if not f.metadata.get("positional")}
-        raise ConfigError(_one_line(str(err), named)) from None
+        raise ConfigError(one_line(str(err), _fields(options))) from None
+    values.pop("config", None)
+    for name, tp, f in option_fields(options):
+        if get_origin(tp) is list and not f.metadata.get("positional"):
+            values[name] = _words(values[name], f"--{f.metadata.get('flag') or name}")
     return _build(options, values)
 
 
-def add_typed_command(sub: Any, name: str, run: Callable[[list[str]], int], help: str) -> None:
-    """Add command ``name`` to the ``hire`` command's sub-parsers: every word after the command's name goes, as
-    it is, to ``run`` (a jsonargparse parser reads them: options, ``--help``). The sub-parser's prefix character is
-    one no word holds (NUL), so argparse takes none of the words for an option of its own."""
-    command = sub.add_parser(name, help=help, add_help=False, prefix_chars="\0")
-    command.add_argument("options", nargs=argparse.REMAINDER)
-    command.set_defaults(func=lambda args: run(args.options))
+def _words(value: Any, option: str) -> list[str]:
+    """A repeatable option's words: a list of them (one word alone, from a ``--config`` file)."""
+    words = [value] if isinstance(value, str) else value
+    if not isinstance(words, list) or not all(isinstance(w, str | int | float) for w in words):
+        raise ConfigError(f"{option}: expected a word or a list of words, not {value!r}")
+    return [str(w) for w in words]
 
 
-def typed_command(sub: Any, name: str, options: type, run: Callable[[Any], int], help: str,
-                  description: str = "") -> None:
-    """Add command ``name``, whose options are the fields of dataclass ``options``, to ``hire``'s sub-parsers:
-    ``run`` gets them parsed and checked (:func:`parse_command`)."""
-    add_typed_command(sub, name, lambda words: run(parse_command(options, f"hire {name}", description or help,
-                                                                  words)), help)
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """A ``hire`` command: its name, its line in ``hire --help``, and ``main``, which runs it on the words after
+    its name (:func:`typed_command` parses them into the command's options; :func:`command_group` hands them to
+    one of its commands). The lab's commands plug in as such objects (``hire.commands`` entry points)."""
+
+    name: str
+    help: str
+    main: Callable[[list[str]], int]
 
 
-__all__ = ["add_typed_command", "by_name", "comma_list", "command_parser", "config_text", "mapping", "option",
-           "parse_command", "parse_options", "read_config_file", "read_yaml", "run_parser", "take_print_config",
-           "typed_command"]
+def typed_command(name: str, options: type, run: Callable[[Any], int], help: str, description: str = "",
+                  epilog: str = "", config: bool = False, prog: str = "") -> Command:
+    """Command ``name``, whose options are the fields of dataclass ``options``: ``run`` gets them parsed and
+    checked (:func:`parse_command`); ``--help`` shows ``description`` (default: ``help``) and ``epilog``."""
+    prog = prog or f"hire {name}"
+    return Command(name, help, lambda words: run(parse_command(options, prog, words, description or help, epilog,
+                                                                config)))
+
+
+def command_group(prog: str, help: str, description: str, commands: Sequence[Command], epilog: str = "") -> Command:
+    """A command made of commands (``hire experiment run|status|...``): the first word picks one; ``--help``
+    lists them. ``prog`` is the group's command line (``hire experiment``), its last word the group's name."""
+    return Command(prog.rpartition(" ")[2], help, lambda words: dispatch(prog, description, commands, words, epilog))
+
+
+def dispatch(prog: str, description: str, commands: Sequence[Command], words: Sequence[str], epilog: str = "") -> int:
+    """Run the command that ``words[0]`` names with the words after it; ``--help`` (or ``-h``) lists them."""
+    named = {command.name: command for command in commands}
+    if words and words[0] in ("-h", "--help"):
+        width = max(map(len, named)) + 4
+        lines = [f"usage: {prog} COMMAND [OPTIONS]", "", textwrap.fill(description, 100), "", "commands:",
+                 *(f"  {c.name:<{width}}{c.help}" for c in commands), "",
+                 f"`{prog} COMMAND --help` says what a command does and the options it takes."]
+        print("\n".join(lines) + (f"\n\n{epilog.rstrip()}" if epilog else ""))
+        return 0
+    if not words or words[0] not in named:
+        what = f"unknown command {words[0]!r}{did_you_mean(words[0], named)}" if words else "give a command"
+        raise ConfigError(f"{what}; choose from {', '.join(named)} (see {prog} --help)")
+    return named[words[0]].main(list(words[1:]))
+
+
+__all__ = ["Command", "by_name", "comma_list", "command_group", "command_parser", "config_text", "dispatch",
+           "mapping", "one_line", "option", "parse_command", "parse_options", "read_config_file",
+           "run_parser", "take_print_config", "typed_command"]

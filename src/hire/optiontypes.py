@@ -86,8 +86,9 @@ def value_problem(value: Any, tp: Any) -> str | None:
         return f"expected {describe_type(tp)}, not {value!r}"
     if isinstance(value, float) and not math.isfinite(value):
         return f"must be a finite number, not {value}"
-    rng = range_of(tp)
-    if value is not None and rng is not None and not in_range(value, rng):
+    rng = range_of(tp)  # of the number in the type (``int | Literal["ner"]``: a name has no range)
+    numeric = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if numeric and rng is not None and not in_range(value, rng):
         return f"must be {range_text(rng)}, not {value!r}"
     return None
 

@@ -32,20 +32,19 @@ from __future__ import annotations
 import dataclasses
 import errno
 import fcntl
-import functools
 import json
 import os
 import shutil
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 import yaml
 
-from hire.config import ConfigError, RunConfig, option_fields
+from hire.checks import MARKER, ConfigError, is_run_folder, replacing
+from hire.config import RunConfig, option_fields
+from hire.hardware import resolve_mixed_precision
 
 CHECKPOINT, CHECKPOINT_TMP, CHECKPOINT_OLD = "checkpoint", "checkpoint.tmp", "checkpoint.old"
 STAGED_BEST = "best"  # inside a checkpoint: the new best model, moved to <run>/best once the checkpoint is in
@@ -53,7 +52,6 @@ COMPLETE = "trainer_state.json"  # a checkpoint's last file: its presence means 
 ARTEFACTS = ("config.yaml", "state.json", "metrics.jsonl", "metrics.json", "best", "best.old", CHECKPOINT,
              CHECKPOINT_TMP, CHECKPOINT_OLD, "predictions", "submission", "tensorboard")
 LOCK = ".lock"
-MARKER = ".hire-run"  # written into a run folder before anything else: what makes the folder a run
 
 
 @dataclass
@@ -91,29 +89,6 @@ class RunState:
 
 
 # -- files -------------------------------------------------------------------------------------------
-@contextmanager
-def replacing(path: Path) -> Iterator[Path]:
-    """Yield a temporary name beside ``path`` to write; on success it replaces ``path`` in one rename, so a
-    reader (or a crash) sees the old file or the new one, never half of one. On failure it is removed, and an
-    OSError that names no file (a full disk) names ``path``.
-    A path that exists but is no regular file (``/dev/stdout``, a pipe) is written in place."""
-    from hire.checks import writing
-
-    if path.exists() and not path.is_file():
-        with writing(path):
-            yield path
-        return
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        with writing(path):
-            yield tmp
-            with tmp.open("rb+") as f:
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically (see :func:`replacing`)."""
     with replacing(path) as tmp:
@@ -207,11 +182,6 @@ def run_finished(out: Path) -> bool:
         return bool(json.loads((out / "state.json").read_text()).get("finished"))
     except (OSError, ValueError, AttributeError):
         return False
-
-
-def is_run_folder(folder: Path | str) -> bool:
-    """Whether ``folder`` is a run folder: it carries the marker that ``hire train`` writes first."""
-    return (Path(folder).expanduser() / MARKER).is_file()
 
 
 def run_of(path: Path | str) -> Path | None:
@@ -414,43 +384,6 @@ def prepare_run_dir(out: Path, cfg: RunConfig) -> RunState:
     return state
 
 
-@functools.cache
-def cpuinfo() -> str | None:
-    """/proc/cpuinfo (the processor's name and feature flags), read once; None where there is none (not Linux)."""
-    try:
-        return Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return None
-
-
-def cpu_has_fast_bf16() -> bool:
-    flags = cpuinfo() or ""
-    return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
-def resolve_mixed_precision(choice: str, option: str = "--mixed_precision") -> str:
-    """``auto`` -> bf16 on GPUs and CPUs with fast bf16, fp16 on older GPUs, else no.
-
-    ``fp16`` needs a CUDA GPU: without one, Accelerate would run in fp32 while the run records fp16, so it is a
-    :class:`ConfigError` naming ``option`` (the option that gave ``choice``). An explicit ``bf16`` on a Linux CPU
-    without bf16 units warns: torch emulates it there, many times slower than fp32
-    (``benchmarks/results/cpu-2core-avx2`` measures it).
-    """
-    import torch
-
-    if choice == "fp16" and not torch.cuda.is_available():
-        raise ConfigError(f"{option} fp16: needs a CUDA GPU, and there is none here; on a CPU use bf16, no or auto")
-    if choice == "bf16" and not torch.cuda.is_available() and cpuinfo() is not None and not cpu_has_fast_bf16():
-        warnings.warn("mixed precision bf16 on a CPU without bf16 units (neither avx512_bf16 nor amx_bf16 in "
-                      "/proc/cpuinfo): torch emulates bf16 here, tens of times slower than fp32; mixed precision "
-                      "'auto' picks fp32 on this CPU", RuntimeWarning, stacklevel=2)
-    if choice != "auto":
-        return choice
-    if torch.cuda.is_available():
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    return "bf16" if cpu_has_fast_bf16() else "no"
-
-
 def checkpoint_precision(out: Path) -> str | None:
     """The precision recorded in the checkpoint a run in ``out`` would resume from (read only, nothing moved);
     None without one, or from a version that did not record it."""
@@ -486,21 +419,3 @@ def run_precision(out: Path, cfg: RunConfig) -> str:
                   f"machine it began on) and goes on in it, although 'auto' picks '{here}' on this machine; "
                   f"--overwrite starts it again in '{here}'", RuntimeWarning, stacklevel=2)
     return resolve_mixed_precision(began)  # which warns where this CPU only emulates bf16
-
-
-def machine() -> dict[str, Any]:
-    """What a result was measured on: processor, cores, accelerator, library versions."""
-    import platform
-
-    import torch
-    import transformers
-
-    names = [line.split(":", 1)[1].strip() for line in (cpuinfo() or "").splitlines() if line.startswith("model name")]
-    cpu = names[0] if names else platform.processor() or platform.machine()
-    info: dict[str, Any] = {"cpu": cpu, "cpu_count": os.cpu_count(), "fast_bf16_cpu": cpu_has_fast_bf16(),
-                            "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
-                            "transformers": transformers.__version__, "python": platform.python_version()}
-    if torch.cuda.is_available():
-        info["gpu"] = torch.cuda.get_device_name(0)
-        info["gpu_count"] = torch.cuda.device_count()
-    return info

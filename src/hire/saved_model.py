@@ -17,11 +17,9 @@ from typing import Any
 
 import yaml
 
-from hire.checks import check_saved_model
-from hire.config import ConfigError
+from hire.checks import ConfigError, check_saved_model, is_run_folder, read_yaml
 from hire.data.examples import DataError
 from hire.data.glue import task_text_columns
-from hire.runs import is_run_folder
 
 
 def saved_model_config(model_dir: str | Path, option: str = "--model") -> dict[str, Any]:
@@ -73,6 +71,9 @@ _FIELDS: dict[str, tuple[Any, str]] = {
     "num_labels": (lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
     "classifier_dropout": (lambda v: isinstance(v, int | float) and not isinstance(v, bool), "a number"),
     "freeze_encoder": (lambda v: isinstance(v, bool), "true or false"),
+    "task_type": (lambda v: v in ("sequence", "token"), '"sequence" or "token"'),
+    "subword": (lambda v: v in ("first", "last", "mean"), '"first", "last" or "mean"'),
+    "task_options": (lambda v: v is None or isinstance(v, dict), "a JSON object"),
 }
 
 
@@ -204,7 +205,6 @@ def run_card(model_dir: str | Path) -> dict[str, Any]:
     run = given.parent if given.name and given.parent.resolve() == model.parent else model.parent  # as given
     if not (run / "metrics.json").is_file() or not (is_run_folder(run) or model.name == "best"):
         return {}
-    from hire.options import read_yaml
     from hire.reporting import read_run_metrics
 
     final = read_run_metrics(run / "metrics.json")

@@ -37,7 +37,8 @@ CODE_FILES = {
 _FLAT_NAMES = {"hire." + path.removesuffix(".py").removesuffix("/__init__").replace("/", "."): flat
                for flat, path in CODE_FILES.items()}
 AUTO_MAP = {"AutoConfig": "modeling_hire.HireConfig",
-            "AutoModelForSequenceClassification": "modeling_hire.HireModel"}
+            "AutoModelForSequenceClassification": "modeling_hire.HireModel",
+            "AutoModelForTokenClassification": "modeling_hire.HireForTokenClassification"}
 
 
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str = "l") -> list[str]:
@@ -70,14 +71,16 @@ def write_model_card(directory: str | Path, config: Any, card: ModelCard, with_c
     labels = "one real value (regression)" if config.regression else ", ".join(
         str(config.id2label[i]) for i in range(config.num_labels))
     tags = ", ".join(dict.fromkeys(["hire", config.head]))
-    lines = ["---", "library_name: transformers", "pipeline_tag: text-classification", f"tags: [{tags}]", "---", "",
+    tagger = getattr(config, "task_type", "sequence") == "token"
+    pipeline_tag = "token-classification" if tagger else "text-classification"
+    lines = ["---", "library_name: transformers", f"pipeline_tag: {pipeline_tag}", f"tags: [{tags}]", "---", "",
              f"# {config.head} on {config.encoder or encoder_type}" + (f", fine-tuned on {task}" if task else ""), "",
              f"A Transformer encoder fine-tuned with the head `{config.head}`, which reads all of its hidden layers "
              "(hire: HIRE, Zhao & Yang, *Deepening Hidden Representations from Pre-trained Language Models*, with "
              "its ablations and baselines).", "",
              *markdown_table(["", ""], [
                  ["encoder", f"`{config.encoder}` ({encoder_type}, {layers} layers, hidden size {width})"],
-                 ["head", f"`{config.head}` ({options})"], ["labels", labels],
+                 ["head", f"`{config.head}` ({options})"], ["tags" if tagger else "labels", labels],
                  *([["text columns", ", ".join(config.text_columns)]] if config.text_columns else [])])]
     if card.metrics:
         lines += ["", "## Dev metrics", "", *markdown_table(["split", "metric", "value"], [
@@ -87,14 +90,15 @@ def write_model_card(directory: str | Path, config: Any, card: ModelCard, with_c
             [f"H_{i}" for i in range(len(card.layer_weights))], [[f"{w:.3f}" for w in card.layer_weights]])]
     if card.recipe:
         lines += ["", "## Training recipe", "", "```json", json.dumps(card.recipe, indent=2), "```"]
+    use = ('tag = pipeline("token-classification", model="path/to/model", aggregation_strategy="simple")' if tagger
+           else 'classify = pipeline("text-classification", model="path/to/model")')
+    auto = "AutoModelForTokenClassification" if tagger else "AutoModelForSequenceClassification"
     lines += ["", "## Use", "", "```python", "import hire  # registers the model type 'hire' with transformers",
-              "from transformers import pipeline", "",
-              'classify = pipeline("text-classification", model="path/to/model")', "```"]
+              "from transformers import pipeline", "", use, "```"]
     if with_code:
         lines += ["", "Without hire installed, the modelling code saved beside the weights runs instead:", "",
-                  "```python", "from transformers import AutoModelForSequenceClassification",
-                  'model = AutoModelForSequenceClassification.from_pretrained("path/to/model", '
-                  "trust_remote_code=True)", "```"]
+                  "```python", f"from transformers import {auto}",
+                  f'model = {auto}.from_pretrained("path/to/model", trust_remote_code=True)', "```"]
     path.write_text("\n".join(lines) + "\n")
     return path
 

@@ -28,9 +28,10 @@ from transformers import get_linear_schedule_with_warmup
 
 from hire.checks import writing
 from hire.config import ConfigError, RunConfig, check_max_length
-from hire.data.batching import Collator, LengthGroupedBatches, encode
+from hire.data.batching import BOOKKEEPING_KEYS, LengthGroupedBatches
 from hire.data.glue import task_text_columns
-from hire.evaluation import eval_loader, predict, predict_task, score
+from hire.evaluation import eval_loader, predict_task
+from hire.hardware import machine
 from hire.heads import head_options
 from hire.model import HireModel, build_model, load_tokenizer
 from hire.runs import (
@@ -42,20 +43,20 @@ from hire.runs import (
     RunState,
     check_output_dir,
     install_checkpoint,
-    machine,
     prepare_run_dir,
     remove,
     run_precision,
     write_atomic,
 )
 from hire.sharing import ModelCard, write_model_card
-from hire.tasks import TaskData, load_task
+from hire.tasktypes import TaskData, load_task
 
 
-def _tokenizer(name: str, option: str) -> Any:
-    """The tokenizer of the encoder or model that ``option`` names; a folder without one is an error naming it."""
+def _tokenizer(name: str, option: str, words: bool = False) -> Any:
+    """The tokenizer of the encoder or model that ``option`` names; a folder without one is an error naming it.
+    ``words``: for a token task (:func:`hire.model.load_tokenizer`)."""
     try:
-        return load_tokenizer(name)
+        return load_tokenizer(name, words)
     except ValueError as err:
         message = str(err).removeprefix(f"{name}: ")  # the folder is named once, after its option
         raise ConfigError(f"{option} {name}: {message}") from None
@@ -63,19 +64,28 @@ def _tokenizer(name: str, option: str) -> Any:
 
 def build_for_task(cfg: RunConfig, task: TaskData) -> tuple[HireModel, Any]:
     m = cfg.model
-    columns = list(cfg.data.text_columns) if cfg.data.task == "custom" else list(task_text_columns(cfg.data.task))
+    columns, words = None, task.type.model_type == "token"
+    if not words:
+        columns = list(cfg.data.text_columns) if cfg.data.task == "custom" else list(task_text_columns(cfg.data.task))
     if m.init_from:  # e.g. MNLI before RTE: a new output layer when the label set differs
         model = HireModel.from_pretrained(m.init_from, num_labels=task.num_labels, label_names=task.label_names)
+        if model.config.task_type != task.type.model_type:
+            raise ConfigError(f"--model.init_from {m.init_from}: a {model.config.task_type} model, but task "
+                              f"{task.name} is a {task.type.model_type} task")
         model.config.text_columns = columns
         model.freeze_encoder(m.freeze_encoder)
-        return model, _tokenizer(m.init_from, "--model.init_from")
+        return model, _tokenizer(m.init_from, "--model.init_from", words)
     options = dict(m.head_options)
     if "seed" in head_options(m.head) and "seed" not in options:
         options["seed"] = cfg.train.seed  # Table 5's random scores: a new draw for every run seed
     model = build_model(m.encoder, m.head, task.num_labels, options, task.label_names, m.classifier_dropout,
-                        freeze_encoder=m.freeze_encoder)
+                        freeze_encoder=m.freeze_encoder, task_type=task.type.model_type,
+                        **task.type.model_options(task))
     model.config.text_columns = columns
-    return model, _tokenizer(m.encoder, "--model.encoder")
+    tokenizer = _tokenizer(m.encoder, "--model.encoder", words)
+    if words:
+        model.set_word_pieces(tokenizer)  # a tagger finds words in token ids alone (transformers' pipeline)
+    return model, tokenizer
 
 
 def param_groups(model: HireModel, cfg: RunConfig) -> list[dict[str, Any]]:
@@ -111,7 +121,7 @@ def training_step(model: torch.nn.Module, batch: dict[str, torch.Tensor], accele
     weights, the last checkpoint and ``best/`` stay as they were. (Under fp16 an infinite gradient norm is
     the loss scaler's business: it skips the step and lowers the scale.)
     """
-    batch = {k: v for k, v in batch.items() if k != "index"}
+    batch = {k: v for k, v in batch.items() if k not in BOOKKEEPING_KEYS}
     loss = model(**batch).loss
     accelerator.backward(loss)
     norm = accelerator.clip_grad_norm_(model.parameters(), max_grad_norm)
@@ -145,8 +155,9 @@ class Trainer:
         self.model, self.tokenizer = build_for_task(cfg, self.task)  # bad head names fail here, early
         check_max_length(cfg.data.max_length, self.model.encoder.config)
         t, d = cfg.train, cfg.data
-        self.train_split = encode(self.task.train, self.tokenizer, d.max_length, self.task.label_names)
-        self.dev_splits = {s: encode(ex, self.tokenizer, d.max_length, self.task.label_names)
+        kind = self.task.type  # how this kind of task is tokenized, batched, predicted and scored
+        self.train_split = kind.encode(self.task, self.task.train, self.tokenizer, d.max_length)
+        self.dev_splits = {s: kind.encode(self.task, ex, self.tokenizer, d.max_length)
                            for s, ex in self.task.dev.items()}
         # batch_size is the global batch, split over the processes: the same run on 1 or N processes.
         ddp = DistributedDataParallelKwargs(find_unused_parameters=not self.model.head.reads_last_layer)
@@ -169,7 +180,7 @@ class Trainer:
                                             group_by_length=t.group_by_length)
         # The loader's own generator keeps its start-up draw off the global random state (exact resume).
         loader = DataLoader(self.train_split, batch_sampler=self.sampler, generator=torch.Generator(),
-                            collate_fn=Collator(self.tokenizer.pad_token_id))
+                            collate_fn=kind.collator(self.tokenizer.pad_token_id))
         optimizer = make_optimizer(param_groups(self.model, cfg), t.lr, (t.adam_beta1, t.adam_beta2), t.adam_eps)
         self.model, self.optimizer, self.loader = self.accelerator.prepare(self.model, optimizer, loader)
         self.steps_per_epoch = len(self.loader)  # the same on every process (each takes part of every batch)
@@ -177,8 +188,8 @@ class Trainer:
         scheduler = get_linear_schedule_with_warmup(self.optimizer, math.ceil(t.warmup_ratio * self.total_steps),
                                                     self.total_steps)
         self.scheduler = self.accelerator.prepare(scheduler)
-        self.dev_loaders = {s: self.accelerator.prepare(eval_loader(sp, t.batch_size, self.tokenizer.pad_token_id))
-                            for s, sp in self.dev_splits.items()}
+        self.dev_loaders = {s: self.accelerator.prepare(eval_loader(sp, t.batch_size, kind.collator(
+                            self.tokenizer.pad_token_id))) for s, sp in self.dev_splits.items()}
 
     def _prepare_folder(self) -> RunState:
         """The main process locks the run folder and decides (fresh, resume or refuse); the others follow."""
@@ -270,8 +281,9 @@ class Trainer:
         """Score every dev split and log it; returns whether the model is the best so far."""
         results = {}
         for split, loader in self.dev_loaders.items():
-            preds = predict(self.model, loader, self.accelerator, desc=f"eval {split}")
-            results[split] = score(self.task.metrics, preds, self.dev_splits[split], self.task.regression)
+            kind, data = self.task.type, self.dev_splits[split]
+            preds = kind.predict(self.model, loader, data, self.accelerator, desc=f"eval {split}")
+            results[split] = kind.score(self.task, preds, self.task.dev[split], data)
         selection = sum(r["score"] for r in results.values()) / len(results)
         record = {"step": self.state.step, "epoch": round(self.state.step / self.steps_per_epoch, 3),
                   "train_loss": self.state.running_loss(), "dev": results, "selection_score": selection}
@@ -377,7 +389,7 @@ class Trainer:
                                  "steps": self.state.step, "train_seconds": round(self.state.train_seconds, 3),
                                  "mixed_precision": acc.mixed_precision, "processes": acc.num_processes,
                                  "machine": machine(), "dev": {}}
-        splits = [*self.task.dev, *(self.task.test if self.cfg.predict_test else [])]
+        splits = [*self.task.dev, *self.task.held_out, *(self.task.test if self.cfg.predict_test else [])]
         with writing(out):  # a write that fails without naming its file (a full disk) names the run folder
             return self._write_results(best, saved, final, splits)
 
@@ -389,6 +401,8 @@ class Trainer:
                                  predictions_dir=out / "predictions", submission_dir=out / "submission",
                                  encoded=self.dev_splits)
         final["dev"] = {split: predicted.results[split] for split in self.task.dev}
+        if self.task.held_out:  # labelled, scored only now: never used to choose the model
+            final["held_out"] = {split: predicted.results[split] for split in self.task.held_out}
         final["score"] = sum(r["score"] for r in final["dev"].values()) / len(final["dev"])
         if acc.is_main_process:
             write_model_card(out / "best", saved.config, ModelCard(self.task.name, final["dev"],

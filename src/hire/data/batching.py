@@ -14,6 +14,10 @@ from transformers import PreTrainedTokenizerBase
 
 from hire.data.examples import DataError, Example
 
+# Keys a batch carries for bookkeeping, never passed to the model: each item's index in its split, and (token
+# tasks) the positions where a word is scored.
+BOOKKEEPING_KEYS = ("index", "scored")
+
 
 @dataclass
 class EncodedSplit(Dataset):
@@ -67,7 +71,10 @@ def encode(examples: Sequence[Example], tokenizer: PreTrainedTokenizerBase, max_
 
 
 class Collator:
-    """Pads a list of items to the batch's longest example (right padding, mask 0 at padding)."""
+    """Pads a list of items to the batch's longest example (right padding, mask 0 at padding): input ids with the
+    pad id, and each key of ``PADS`` present in the items with its own value."""
+
+    PADS: tuple[tuple[str, int], ...] = (("token_type_ids", 0),)
 
     def __init__(self, pad_token_id: int):
         self.pad_token_id = pad_token_id
@@ -80,13 +87,13 @@ class Collator:
             raise ValueError(f"example(s) {empty[:10]} have no tokens: every example needs at least one")
         n = max(len(it["input_ids"]) for it in items)
         batch: dict[str, Tensor] = {}
-        for key, pad in (("input_ids", self.pad_token_id), ("token_type_ids", 0)):
+        for key, pad in (("input_ids", self.pad_token_id), *self.PADS):
             if key in items[0]:
                 batch[key] = torch.tensor([it[key] + [pad] * (n - len(it[key])) for it in items])
         batch["attention_mask"] = torch.tensor([[1] * len(it["input_ids"]) + [0] * (n - len(it["input_ids"]))
                                                 for it in items])
         batch["index"] = torch.tensor([it["index"] for it in items])
-        if "labels" in items[0]:
+        if "labels" in items[0] and "labels" not in batch:  # one label (or score) per example
             batch["labels"] = torch.tensor([it["labels"] for it in items])
         return batch
 

@@ -22,3 +22,20 @@ class Example:
     text_a: str
     text_b: str | None = None
     label: str | float | None = None
+
+
+@dataclass(frozen=True)
+class TokenExample:
+    """One sentence of a token task (NER, chunking, part-of-speech tagging): its words and one tag per word.
+
+    ``tags`` are as the task's scheme reads them (IOB2 for entity and chunk tags, whatever the file's scheme
+    was; plain tags for parts of speech), ``None`` for unlabelled text. ``document`` numbers the document the
+    sentence belongs to (``-DOCSTART-`` lines separate documents; ``None``: the file has no documents), for
+    document context. ``line`` is the file's 1-based line of the sentence's first word (0: not from a file).
+    """
+
+    guid: str
+    tokens: tuple[str, ...]
+    tags: tuple[str, ...] | None = None
+    document: int | None = None
+    line: int = 0

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from jsonargparse.typing import NonNegativeInt
+
+from hire.config import AtLeast1, Positive
+from hire.options import Command, command_group, option, typed_command
 
 if TYPE_CHECKING:
     from hire.experiments.experiment import Experiment
@@ -27,7 +32,7 @@ examples:
 """
 
 
-def _load(args: argparse.Namespace) -> tuple[Experiment, Path, Path]:
+def _load(args: ExperimentOptions) -> tuple[Experiment, Path, Path]:
     """The experiment, its runs folder and its results folder (experiments_dir/name)."""
     from hire.experiments.experiment import load_experiment
 
@@ -37,20 +42,21 @@ def _load(args: argparse.Namespace) -> tuple[Experiment, Path, Path]:
 
 CLUSTER_OPTIONS = ("wait", "timeout_min", "gpus_per_job", "cpus_per_job", "mem_gb", "slurm_partition",
                    "slurm_array_parallelism", "slurm_option")
-LOOP_OPTIONS = {"jobs": 1, "time_budget": None, "stop_on_error": False}  # the plain loop's own, with their defaults
+LOOP_OPTIONS = ("jobs", "time_budget", "stop_on_error")  # the plain loop's own
 
 
-def _cluster_options(args: argparse.Namespace) -> Any:
+def _cluster_options(args: RunOptions) -> Any:
     """The scheduler's options (:class:`hire.experiments.cluster.ClusterOptions`), checked; an option of the
     plain loop with ``--executor`` (or one of the scheduler's without it) is an error naming it."""
+    default = RunOptions(experiment=args.experiment)
     if args.executor is None:
-        given = [name for name in CLUSTER_OPTIONS if getattr(args, name) not in (None, False)]
+        given = [name for name in CLUSTER_OPTIONS if getattr(args, name) != getattr(default, name)]
         if given:
             which = "slurm" if given[0].startswith("slurm_") else "slurm or --executor local"
             raise ValueError(f"--{given[0]}: only with --executor {which}")
         return None
-    for name, default in LOOP_OPTIONS.items():
-        if getattr(args, name) != default:
+    for name in LOOP_OPTIONS:
+        if getattr(args, name) != getattr(default, name):
             raise ValueError(f"--{name}: not with --executor (the scheduler runs each cell as its own job)")
     try:
         from hire.experiments.cluster import ClusterOptions, parse_slurm_options
@@ -66,14 +72,10 @@ def _cluster_options(args: argparse.Namespace) -> Any:
     return options
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
+def _cmd_run(args: RunOptions) -> int:
     from hire.experiments.runner import run_experiment
     from hire.experiments.status import parse_only
 
-    if args.max_runs is not None and args.max_runs < 0:
-        raise ValueError("--max_runs: expected 0 or more")
-    if args.jobs < 1:
-        raise ValueError("--jobs: expected 1 or more")
     cluster = _cluster_options(args)
     exp, runs_dir, exp_dir = _load(args)
     if cluster is not None:
@@ -91,7 +93,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return 130
 
 
-def _cmd_status(args: argparse.Namespace) -> int:
+def _cmd_status(args: StatusOptions) -> int:
     from hire.experiments.records import records_dir
     from hire.experiments.status import parse_only, print_status
 
@@ -100,7 +102,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
                         args.list)
 
 
-def _cmd_collect(args: argparse.Namespace) -> int:
+def _cmd_collect(args: ExperimentOptions) -> int:
     from hire.experiments.records import collect
 
     exp, runs_dir, exp_dir = _load(args)
@@ -112,7 +114,7 @@ def _cmd_collect(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_adopt(args: argparse.Namespace) -> int:
+def _cmd_adopt(args: AdoptOptions) -> int:
     from hire.experiments.adopt import adopt
     from hire.experiments.experiment import load_experiment
     from hire.experiments.status import matches_only, parse_only
@@ -132,7 +134,7 @@ def _cmd_adopt(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_report(args: argparse.Namespace) -> int:
+def _cmd_report(args: ReportOptions) -> int:
     from hire.experiments.report import write_report
 
     exp, _, exp_dir = _load(args)
@@ -150,105 +152,108 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
-    """Register ``hire experiment`` and its sub-commands on the ``hire`` parser."""
-    exp = sub.add_parser("experiment", help="run a multi-seed grid of runs and make the paper's tables from it",
-                         description="Run a grid of runs (tasks x heads x seeds x any option) one at a time, "
-                         "and make the paper's tables and figures from their records.", epilog=EPILOG,
-                         formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = exp.add_subparsers(dest="experiment_command", required=True, metavar="COMMAND")
+# -- the options of each command: typed dataclasses, parsed by jsonargparse (hire.options) ------------------------
+AtLeast0 = Annotated[int, NonNegativeInt]
 
-    def command(name: str, help: str, description: str) -> argparse.ArgumentParser:
-        p = commands.add_parser(name, help=help, description=description, epilog=EPILOG,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-        p.add_argument("experiment", help="the experiment file (e.g. configs/experiments/table1-minilm.yaml)")
-        p.add_argument("--runs_dir", default="runs/experiments",
-                       help="where run folders go: RUNS_DIR/<name>/<cell-id>/ (default: runs/experiments)")
-        p.add_argument("--experiments_dir", default="experiments",
-                       help="where records, tables, figures and the report go: EXPERIMENTS_DIR/<name>/ "
-                       "(default: experiments)")
-        return p
 
-    def selection(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--only", action="append", metavar="KEY=VALUE",
-                       help="only cells with this option value (e.g. data.task=RTE, model.head=hire, "
-                       "train.seed=1, cell=<cell-id>); repeat a key for either value, give several keys for all")
-        p.add_argument("--default_minutes", type=float, default=30.0, metavar="MINUTES",
-                       help="estimated minutes per cell where no finished record of its task and head "
-                       "exists yet (default: 30)")
+@dataclass(kw_only=True)
+class ExperimentOptions:
+    experiment: str = option("the experiment file (e.g. configs/experiments/table1-minilm.yaml)", positional=True)
+    runs_dir: str = option("where run folders go: RUNS_DIR/<name>/<cell-id>/", "runs/experiments")
+    experiments_dir: str = option("where records, tables, figures and the report go: EXPERIMENTS_DIR/<name>/",
+                                  "experiments")
 
-    run = command("run", "train the cells not done yet, one at a time (or --jobs N at once, or as a scheduler's "
-                  "jobs)",
-                  "Train every cell not done yet, one at a time (or --jobs N at once), each an ordinary "
-                  "`hire train` run streaming its progress here (with --jobs, to its log). Finished cells are "
-                  "skipped, unfinished ones resume; each finished cell gets its record. Exit status 1 if a cell "
-                  "failed. With --executor, the cells go to a scheduler instead, one job each.")
-    selection(run)
-    run.add_argument("--max_runs", type=int, metavar="N", help="train at most N cells, then stop")
-    run.add_argument("--time_budget", type=float, metavar="MINUTES",
-                     help="do not start a cell whose estimated time exceeds what is left of MINUTES")
-    run.add_argument("--stop_on_error", action="store_true", help="stop at the first failing cell")
-    run.add_argument("--jobs", type=int, default=1, metavar="N",
-                     help="train up to N cells at once (default 1), for a GPU that one small run leaves mostly "
-                     "idle; each cell's output then goes to its log only. Keep 1 on a CPU: parallel torch "
-                     "processes on a few cores slow each other down many times over")
-    run.add_argument("--dry_run", action="store_true",
-                     help="print the `hire train` command of each cell that would run (with the other "
-                     "options), run nothing")
-    cluster = run.add_argument_group(
-        "a scheduler", "With --executor, every cell not done, queued or running is submitted as one job of a "
-        "scheduler (through submitit) and the command returns; a preempted or timed-out job is requeued and its "
-        "run resumes. Follow the jobs with `hire experiment status --list`; run the same command again to submit "
-        "the cells whose jobs failed.")
-    cluster.add_argument("--executor", choices=("slurm", "local"),
-                         help="slurm: one job array on a SLURM cluster (submit from a login node; runs_dir and "
-                         "experiments_dir on a file system every node shares); local: every cell at once as a "
-                         "background job on this machine (to try the scheduler's path)")
-    cluster.add_argument("--wait", action="store_true", help="wait for the jobs and report each as it ends")
-    cluster.add_argument("--timeout_min", type=int, metavar="MINUTES",
-                         help="each job's time limit (default 240); a cell that needs longer is requeued and "
-                         "resumes, up to 3 times")
-    cluster.add_argument("--gpus_per_job", type=int, metavar="N",
-                         help="GPUs per job (default 1; 0 for CPU-only cells). Local: the machine's GPUs are "
-                         "handed out round robin")
-    cluster.add_argument("--cpus_per_job", type=int, metavar="N", help="CPU cores per job (default: the scheduler's)")
-    cluster.add_argument("--mem_gb", type=float, metavar="GB", help="memory per job (default: the scheduler's)")
-    cluster.add_argument("--slurm_partition", metavar="NAME", help="the SLURM partition to submit to")
-    cluster.add_argument("--slurm_array_parallelism", type=int, metavar="N",
-                         help="at most N cells of the array run at once (default: as many as SLURM allows)")
-    cluster.add_argument("--slurm_option", action="append", metavar="KEY=VALUE",
-                         help="any other sbatch option, e.g. account=my-project, qos=normal, constraint=a100; "
-                         "repeatable")
-    run.set_defaults(func=_cmd_run)
 
-    status = command("status", "count the cells done, running, started and left, with the time left",
-                     "Count the cells done, running (their folder is locked by a training process, or the "
-                     "scheduler runs their job), queued (their job waits in the scheduler's queue; shown where "
-                     "there are such cells), started (unfinished: they resume), left, and changed (their folder "
-                     "holds another configuration); estimate the time left from finished records.")
-    selection(status)
-    status.add_argument("--list", action="store_true", help="also list every cell with its state")
-    status.set_defaults(func=_cmd_status)
+@dataclass(kw_only=True)
+class _Selection(ExperimentOptions):
+    only: list[str] = option("only cells with this option value, KEY=VALUE (e.g. data.task=RTE, model.head=hire, "
+                             "train.seed=1, cell=<cell-id>); give a key again for either value, several keys for "
+                             "all", [])
+    default_minutes: Positive = option("estimated minutes per cell where no finished record of its task and head "
+                                       "exists yet", 30.0)
 
-    collect = command("collect", "(re)write the records of finished cells from their run folders",
-                      "(Re)write experiments/<name>/records/ from the finished run folders (`run` does this "
-                      "after each cell; use it after training cells by hand or changing figure2).")
-    collect.set_defaults(func=_cmd_collect)
 
-    adopt = command("adopt", "take the records of identical cells from other experiments instead of training",
-                    "A cell with no run folder and no record here takes the record of a cell of another "
-                    "experiment whose configuration is the same in every run option (e.g. the learning-rate "
-                    "sweep's cell at the chosen rate is Table 1's last-layer cell of seed 1). The copy says "
-                    "where it came from (adopted_from); nothing is adopted across any difference.")
-    adopt.add_argument("--from", dest="sources", action="append", required=True, metavar="EXPERIMENT",
-                       help="an experiment file or its results folder (experiments/<name>) to take records "
-                       "from; repeatable")
-    selection(adopt)
-    adopt.add_argument("--dry_run", action="store_true", help="say what would be adopted, write nothing")
-    adopt.set_defaults(func=_cmd_adopt)
+@dataclass(kw_only=True)
+class StatusOptions(_Selection):
+    list: bool = option("also list every cell with its state", False)
 
-    report = command("report", "make the tables, figures and HTML page from the records",
-                     "Make tables (Markdown, CSV, JSON), figures (Figure 2, seed spread) and a self-contained "
-                     "report.html from the records alone (no run folders needed).")
-    report.add_argument("--quiet", action="store_true", help="do not print the tables")
-    report.set_defaults(func=_cmd_report)
+
+@dataclass(kw_only=True)
+class RunOptions(_Selection):
+    max_runs: AtLeast0 | None = option("train at most N cells, then stop", None)
+    time_budget: Positive | None = option("do not start a cell whose estimated time exceeds what is left of these "
+                                          "minutes", None)
+    stop_on_error: bool = option("stop at the first failing cell", False)
+    jobs: AtLeast1 = option("train up to N cells at once, for a GPU that one small run leaves mostly idle; each "
+                            "cell's output then goes to its log only. Keep 1 on a CPU: parallel torch processes on "
+                            "a few cores slow each other down many times over", 1)
+    dry_run: bool = option("print the `hire train` command of each cell that would run (with the other options), "
+                           "run nothing", False)
+    # A scheduler: with --executor, every cell not done, queued or running is submitted as one job (submitit) and
+    # the command returns; a preempted or timed-out job is requeued and its run resumes.
+    executor: Literal["slurm", "local"] | None = option(
+        "hand each cell to a scheduler as one job (through submitit), instead of the plain loop. slurm: one job "
+        "array on a SLURM cluster (submit from a login node; runs_dir and experiments_dir on a file system every "
+        "node shares); local: every cell at once as a background job on this machine (to try the scheduler's "
+        "path). Follow the jobs with `hire experiment status --list`; run the same command again to submit the "
+        "cells whose jobs failed", None)
+    wait: bool = option("with --executor: wait for the jobs and report each as it ends", False)
+    timeout_min: AtLeast1 | None = option("with --executor: each job's time limit in minutes (default 240); a cell "
+                                          "that needs longer is requeued and resumes, up to 3 times", None)
+    gpus_per_job: AtLeast0 | None = option("with --executor: GPUs per job (default 1; 0 for CPU-only cells). "
+                                           "Local: the machine's GPUs are handed out round robin", None)
+    cpus_per_job: AtLeast1 | None = option("with --executor: CPU cores per job (default: the scheduler's)", None)
+    mem_gb: Positive | None = option("with --executor: memory per job in GB (default: the scheduler's)", None)
+    slurm_partition: str | None = option("the SLURM partition to submit to", None)
+    slurm_array_parallelism: AtLeast1 | None = option("at most N cells of the SLURM array run at once (default: as "
+                                                      "many as SLURM allows)", None)
+    slurm_option: list[str] = option("any other sbatch option, KEY=VALUE: e.g. account=my-project, qos=normal, "
+                                     "constraint=a100", [])
+
+
+@dataclass(kw_only=True)
+class AdoptOptions(_Selection):
+    sources: list[str] = option("an experiment file or its results folder (experiments/<name>) to take records from",
+                                flag="from")
+    dry_run: bool = option("say what would be adopted, write nothing", False)
+
+
+@dataclass(kw_only=True)
+class ReportOptions(ExperimentOptions):
+    quiet: bool = option("do not print the tables", False)
+
+
+def add_commands() -> list[Command]:
+    """``hire experiment`` and its commands."""
+    def command(name: str, options: type, run: Any, help: str, description: str, config: bool = False) -> Command:
+        return typed_command(name, options, run, help, description, EPILOG, config, prog=f"hire experiment {name}")
+
+    return [command_group("hire experiment", "run a multi-seed grid of runs and make the paper's tables from it",
+                          "Run a grid of runs (tasks x heads x seeds x any option) one at a time, and make the paper's "
+                          "tables and figures from their records.", [
+        command("run", RunOptions, _cmd_run, "train the cells not done yet, one at a time (or --jobs N at once, or as "
+                "a scheduler's jobs)",
+                "Train every cell not done yet, one at a time (or --jobs N at once), each an ordinary `hire train` "
+                "run streaming its progress here (with --jobs, to its log). Finished cells are skipped, unfinished "
+                "ones resume; each finished cell gets its record. Exit status 1 if a cell failed. With --executor, "
+                "the cells go to a scheduler instead, one job each.", config=True),
+        command("status", StatusOptions, _cmd_status, "count the cells done, running, started and left, with the "
+                "time left",
+                "Count the cells done, running (their folder is locked by a training process, or the scheduler runs "
+                "their job), queued (their job waits in the scheduler's queue; shown where there are such cells), "
+                "started (unfinished: they resume), left, and changed (their folder holds another configuration); "
+                "estimate the time left from finished records."),
+        command("collect", ExperimentOptions, _cmd_collect, "(re)write the records of finished cells from their run "
+                "folders",
+                "(Re)write experiments/<name>/records/ from the finished run folders (`run` does this after each "
+                "cell; use it after training cells by hand or changing figure2)."),
+        command("adopt", AdoptOptions, _cmd_adopt, "take the records of identical cells from other experiments "
+                "instead of training",
+                "A cell with no run folder and no record here takes the record of a cell of another experiment "
+                "whose configuration is the same in every run option (e.g. the learning-rate sweep's cell at the "
+                "chosen rate is Table 1's last-layer cell of seed 1). The copy says where it came from "
+                "(adopted_from); nothing is adopted across any difference."),
+        command("report", ReportOptions, _cmd_report, "make the tables, figures and HTML page from the records",
+                "Make tables (Markdown, CSV, JSON), figures (Figure 2, seed spread) and a self-contained report.html "
+                "from the records alone (no run folders needed)."),
+    ], EPILOG)]

@@ -24,19 +24,16 @@ names (:func:`hire.experiments.records.write_atomic_bytes`), so jobs on many nod
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +41,8 @@ from submitit.helpers import Checkpointable, DelayedSubmission
 
 from hire.config import ConfigError
 from hire.experiments.experiment import Experiment
-from hire.experiments.records import JOBS_FOLDER, collect_cell, json_bytes, records_dir, write_atomic_bytes
+from hire.experiments.jobs import EXECUTORS, job_file, job_states, read_job_file, write_job_file
+from hire.experiments.records import collect_cell, records_dir
 from hire.experiments.runner import (
     Progress,
     _last_error,
@@ -55,17 +53,13 @@ from hire.experiments.runner import (
     runner_lock,
     train_command,
 )
-from hire.experiments.spec import ExperimentError
-from hire.experiments.status import CellStatus, JobState, cell_status, cell_statuses, matches_only
+from hire.experiments.status import CellStatus, cell_status, cell_statuses, matches_only
 
-EXECUTORS = ("slurm", "local")
 MAX_TIMEOUTS = 3  # how often a cell's job is requeued after reaching its time limit (preemptions do not count)
 STOP_SECONDS = 60  # how long `hire train` has to stop after Ctrl-C before it is killed (SLURM gives 90 s)
 POLL_SECONDS = 0.2  # how often a job looks whether its `hire train` ended
 TERM_GRACE_SECONDS = 600  # how long a job whose `hire train` got SIGTERM waits for the scheduler to end it
 # What sacct says of a job that has not ended: it runs, or waits (a requeued job waits again, under its own id).
-RUNNING = {"RUNNING", "COMPLETING", "CONFIGURING", "STAGE_OUT", "SIGNALING", "RESIZING"}
-WAITING = {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED", "PREEMPTED", "READY"}
 
 
 @dataclass(frozen=True)
@@ -131,117 +125,6 @@ def local_gpus() -> list[int]:
         return list(range(torch.cuda.device_count()))
     except Exception:  # no usable CUDA: no GPUs to hand out
         return []
-
-
-# -- job files ---------------------------------------------------------------------------------------
-def jobs_dir(records: Path) -> Path:
-    return Path(records) / JOBS_FOLDER
-
-
-def job_file(records: Path, cell_id: str) -> Path:
-    return jobs_dir(records) / f"{cell_id}.json"
-
-
-def read_job_file(path: Path) -> dict[str, Any] | None:
-    """A job file's content (None where there is none); :class:`ExperimentError` naming a file that is not one
-    (a job file is written in one rename, so only a hand can damage one)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    try:
-        info = json.loads(text)
-    except ValueError as err:
-        problem = f"not valid JSON ({err})"
-    else:
-        missing = [k for k in ("cell", "executor", "job_id") if not isinstance(info, dict)
-                   or not isinstance(info.get(k), str)]
-        if not missing and info["executor"] in EXECUTORS:
-            return info
-        problem = (f"it has no {', '.join(missing)}" if missing else f"unknown executor {info['executor']!r}")
-    raise ExperimentError(f"{path}: not a job file of `hire experiment run --executor` ({problem}); it names the "
-                          "cell's scheduler job: delete it if no job of the cell is queued or running")
-
-
-def write_job_file(records: Path, cell_id: str, executor: str, job_id: str, folder: Path) -> None:
-    """Name the cell's job, atomically (the folder ignores itself in git: jobs are this checkout's)."""
-    folder_path = jobs_dir(records)
-    folder_path.mkdir(parents=True, exist_ok=True)
-    if not (folder_path / ".gitignore").is_file():
-        write_atomic_bytes(folder_path / ".gitignore", b"*\n")
-    info = {"cell": cell_id, "executor": executor, "job_id": job_id, "folder": str(folder),
-            "host": socket.gethostname(), "written": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    write_atomic_bytes(job_file(records, cell_id), json_bytes(info))
-
-
-def _has_result(info: dict[str, Any]) -> bool:
-    """Whether the job named in a job file has written its result (submitit does so when the job ends, not when
-    it is requeued)."""
-    from submitit.core.utils import JobPaths
-
-    try:
-        return bool(info.get("folder")) and JobPaths(info["folder"], info["job_id"], 0).result_pickle.exists()
-    except OSError:
-        return False
-
-
-def _local_alive(pid: str) -> bool:
-    """Whether the local executor's job ``pid`` (its controller process) still runs on this machine."""
-    try:
-        cmdline = Path(f"/proc/{int(pid)}/cmdline").read_bytes()
-    except (OSError, ValueError):
-        try:
-            os.kill(int(pid), 0)
-        except (OSError, ValueError):
-            return False
-        return True  # no /proc here: a live process of that id (pid reuse cannot be told apart)
-    return b"submitit" in cmdline
-
-
-def slurm_states(job_ids: list[str]) -> dict[str, str]:
-    """What ``sacct`` says of each job (one call for all); a job it does not list is left out."""
-    from submitit.slurm.slurm import SlurmInfoWatcher
-
-    if not job_ids:
-        return {}
-    command = ["sacct", "-o", "JobID,State", "--parsable2"]
-    for main in sorted({j.split("_")[0] for j in job_ids}):
-        command += ["-j", main]
-    try:
-        out = subprocess.run(command, capture_output=True, timeout=120, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    info = SlurmInfoWatcher().read_info(out)
-    return {j: (info[j].get("State") or "UNKNOWN").split()[0] for j in job_ids if j in info}
-
-
-def job_states(records: Path) -> dict[str, JobState]:
-    """Each submitted cell's job, by cell id, with its state: ``running``, ``queued`` or ``ended`` as the
-    scheduler says (for the local executor: whether its process lives); where the scheduler does not know the
-    job, ``ended`` if it wrote its result, else ``unknown`` (no accounting, a local job of another machine),
-    which counts as queued."""
-    files = {p: read_job_file(p) for p in sorted(jobs_dir(records).glob("*.json"))}
-    infos = {p: i for p, i in files.items() if i is not None}  # None: removed since the folder was listed
-    slurm = slurm_states([i["job_id"] for i in infos.values() if i["executor"] == "slurm"])
-    here = socket.gethostname()
-    out: dict[str, JobState] = {}
-    for path, info in infos.items():
-        job_id, executor = info["job_id"], info["executor"]
-        if executor == "local":
-            if info.get("host") != here:  # its process cannot be seen from here
-                state, said = ("ended", "ENDED") if _has_result(info) else ("unknown", f"a job of {info.get('host')}")
-            else:
-                state, said = ("running", "RUNNING") if _local_alive(job_id) else ("ended", "ENDED")
-        else:  # the scheduler's word first: a requeued job may find a result of an earlier attempt
-            said = slurm.get(job_id, "UNKNOWN")
-            state = ("running" if said in RUNNING else "queued" if said in WAITING else
-                     "unknown" if said == "UNKNOWN" else "ended")
-            if state == "unknown" and _has_result(info):
-                state, said = "ended", "ENDED"
-            elif state == "unknown":
-                said = "state unknown: sacct does not list it"
-        out[info["cell"]] = JobState(info["cell"], executor, job_id, state, said, path)
-    return out
 
 
 # -- the job -----------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from hire.checks import read_yaml
 from hire.experiments.layout import Figure2, Table, context, order_tasks, resolve_figure2, resolve_table
 from hire.experiments.spec import (
     TOP_KEYS,
@@ -22,7 +23,6 @@ from hire.experiments.spec import (
     name_problem,
     resolve_base,
 )
-from hire.options import read_yaml
 
 
 @dataclass(frozen=True)

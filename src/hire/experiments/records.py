@@ -123,7 +123,7 @@ def gzip_bytes(data: bytes) -> bytes:
 
 def machine_info() -> dict[str, Any]:
     """This machine, for runs whose metrics.json has no ``machine`` (marked ``source: collected``)."""
-    from hire.runs import machine
+    from hire.hardware import machine
 
     return {**machine(), "source": "collected"}
 

@@ -41,10 +41,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_origin
 
+from hire.checks import read_yaml
 from hire.config import ConfigError, RunConfig, did_you_mean, option_fields
 from hire.data.examples import DataError
 from hire.data.glue import get_task
-from hire.options import by_name, parse_options, read_yaml
+from hire.options import by_name, parse_options
 from hire.optiontypes import value_problem
 
 TOP_KEYS = ("name", "description", "base", "seeds", "grid", "cells", "per_task", "baseline", "tables", "figure2")

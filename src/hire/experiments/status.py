@@ -38,6 +38,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from hire.experiments.experiment import Experiment
+from hire.experiments.jobs import JobState, job_states
 from hire.experiments.records import JOBS_FOLDER, read_record, run_config, run_dir
 from hire.experiments.spec import (
     PRECISION,
@@ -124,7 +125,7 @@ def recorded(cell: Cell, records: Path | None) -> bool:
 def cell_status(cell: Cell, run: Path, records: Path | None = None, claims: bool = True,
                 job: JobState | None = None) -> CellStatus:
     """``claims``: whether a claim on the cell counts as running (not when this process holds it). ``job``: the
-    state of the cell's scheduler job (:func:`hire.experiments.cluster.job_states`), if it has one."""
+    state of the cell's scheduler job (:func:`hire.experiments.jobs.job_states`), if it has one."""
     from hire.runs import is_run_folder
 
     if job is not None and job.state != "ended":
@@ -149,31 +150,11 @@ def cell_statuses(exp: Experiment, runs_dir: Path, records: Path | None = None) 
     return [cell_status(c, run_dir(runs_dir, exp, c), records, job=jobs.get(c.id)) for c in exp.cells]
 
 
-class JobState(NamedTuple):
-    """A cell's scheduler job and what the scheduler (or, for the local executor, this machine) says of it:
-    ``state`` is queued, running, ended or unknown (the scheduler cannot tell: treated as queued, so that the
-    cell is never submitted twice); ``said`` is the scheduler's own word (PENDING, RUNNING, FAILED, ...)."""
-
-    cell: str
-    executor: str
-    job_id: str
-    state: str
-    said: str
-    file: Path  # the job file, records/.jobs/<cell-id>.json
-
-    def describe(self) -> str:
-        text = f"{self.executor} job {self.job_id} ({self.said})"
-        if self.state == "unknown":
-            text += f"; if the job is gone, delete {self.file} to submit the cell again"
-        return text
-
-
 def scheduled_jobs(records: Path | None) -> dict[str, JobState]:
-    """The scheduler jobs of an experiment's cells, by cell id (:func:`hire.experiments.cluster.job_states`);
+    """The scheduler jobs of an experiment's cells, by cell id (:func:`hire.experiments.jobs.job_states`);
     empty, at no cost, where no cell was ever submitted to a scheduler."""
     if records is None or not (Path(records) / JOBS_FOLDER).is_dir():
         return {}
-    from hire.experiments.cluster import job_states
 
     return job_states(Path(records))
 
@@ -339,7 +320,7 @@ def _steps_per_epoch(metrics: Path) -> float | None:
 
 def this_device() -> Device | None:
     """This machine's device as :func:`device_of` names a record's, with what ``auto`` precision resolves to."""
-    from hire.runs import machine, resolve_mixed_precision
+    from hire.hardware import machine, resolve_mixed_precision
 
     device = device_of(machine())
     return None if device is None else device._replace(auto=resolve_mixed_precision("auto"))

@@ -23,7 +23,7 @@ from hire.optiontypes import value_problem
 
 @dataclass
 class HeadOutput:
-    representation: Tensor  # (B, output_dim): the vector the output layer reads
+    representation: Tensor  # (B, output_dim): the vector the output layer reads; per token (B, n, output_dim)
     layer_weights: Tensor | None = None  # (B, l + 1): each example's weight on each hidden state
 
 
@@ -37,6 +37,19 @@ class Head(nn.Module):
 
     def forward(self, hidden_states: Sequence[Tensor], mask: Tensor) -> HeadOutput:  # pragma: no cover
         raise NotImplementedError
+
+    def tokens(self, hidden_states: Sequence[Tensor], mask: Tensor) -> HeadOutput:
+        """The per-token form, for token tasks: a representation at every token, (B, n, output_dim), and the
+        layer weights (B, l + 1) where the head weights layers. A head without one says so."""
+        self.check_tokens()
+        raise NotImplementedError
+
+    def check_tokens(self) -> None:
+        """A ValueError unless the head has a per-token form (checked when a token model is built)."""
+        if type(self).tokens is Head.tokens:
+            raise ValueError(f"the {type(self).__name__} head has no per-token form (it reads one vector per "
+                             "sentence); for a token task use last-layer, scalar-mix, concat-last-4, pool-cls with "
+                             "a layer, or hire")
 
     def get_output_dim(self) -> int:
         return self.output_dim

@@ -6,6 +6,9 @@
 - ``ConcatLast``: the first-token vectors of the last ``k`` hidden states, concatenated (BERT §5.3).
 - ``Pooling``: CLS (first token), SEP (last real token), mean or max over real tokens, of one chosen
   hidden state (the layer-wise studies).
+
+Per token (``tokens``, for token tasks; BERT §5.3's feature-based rows): the same reads at every token instead of
+the first: ``R``, ``gamma * sum_j softmax(w)_j H_j``, ``[H_{l-k+1}; ...; H_l]``, and one chosen ``H_layer``.
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ class LastLayer(Head):
     def forward(self, hidden_states: Sequence[Tensor], mask: Tensor) -> HeadOutput:
         return HeadOutput(hidden_states[-1][:, 0])  # (B, d)
 
+    def tokens(self, hidden_states: Sequence[Tensor], mask: Tensor) -> HeadOutput:
+        return HeadOutput(hidden_states[-1])  # (B, n, d)
+
 
 class ScalarMix(Head):
     """c = gamma * sum_j softmax(w)_j H_j[:, 0]: task-level (not per-example) layer weights."""
@@ -61,6 +67,12 @@ class ScalarMix(Head):
         c = self.gamma * torch.einsum("l,bld->bd", s.to(firsts.dtype), firsts)  # (B, d)
         return HeadOutput(c, s.unsqueeze(0).expand(firsts.shape[0], -1))
 
+    def tokens(self, hidden_states: Sequence[Tensor], mask: Tensor) -> HeadOutput:
+        s = torch.softmax(self.weights, dim=0)  # (l+1,)
+        H = torch.stack(list(hidden_states))  # (l+1, B, n, d)
+        mixed = self.gamma * torch.einsum("l,lbnd->bnd", s.to(H.dtype), H)  # (B, n, d)
+        return HeadOutput(mixed, s.unsqueeze(0).expand(H.shape[1], -1))
+
 
 class ConcatLast(Head):
     """c = [H_{l-k+1}[:, 0]; ...; H_l[:, 0]]: the last k hidden states' first tokens side by side."""
@@ -76,6 +88,9 @@ class ConcatLast(Head):
     def forward(self, hidden_states: Sequence[Tensor], mask: Tensor) -> HeadOutput:
         return HeadOutput(torch.cat([h[:, 0] for h in hidden_states[-self.k :]], dim=-1))  # (B, k d)
 
+    def tokens(self, hidden_states: Sequence[Tensor], mask: Tensor) -> HeadOutput:
+        return HeadOutput(torch.cat(list(hidden_states[-self.k :]), dim=-1))  # (B, n, k d)
+
 
 class Pooling(Head):
     """One hidden state, pooled over tokens: ``cls``, ``sep`` (last real token), ``mean`` or ``max``."""
@@ -90,6 +105,16 @@ class Pooling(Head):
 
     def forward(self, hidden_states: Sequence[Tensor], mask: Tensor) -> HeadOutput:
         return HeadOutput(pool(hidden_states[self.layer], mask, self.mode))
+
+    def tokens(self, hidden_states: Sequence[Tensor], mask: Tensor) -> HeadOutput:
+        """The chosen hidden state at every token; pooling over a sentence's tokens has no per-token form."""
+        self.check_tokens()
+        return HeadOutput(hidden_states[self.layer])  # (B, n, d)
+
+    def check_tokens(self) -> None:
+        if self.mode != "cls":
+            raise ValueError(f"pool-{self.mode} pools a sentence's tokens into one vector, which a token task does "
+                             "not do; pool-cls with a layer option gives that hidden state at every token")
 
 
 def pool(h: Tensor, mask: Tensor, mode: str) -> Tensor:

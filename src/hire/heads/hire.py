@@ -13,6 +13,10 @@ Notation (the paper's): batch ``B``, tokens ``n`` (right-padded, ``mask`` marks 
     eq. 7   F = BiGRU(M)                      2 layers, hidden d per direction: (B, n, 2d)
             c = F[:, 0]                       what the output layer (eq. 8-9, in hire.model) reads
 
+Per token (``tokens``, for token tasks, beyond the paper): eq. 2-7 unchanged (the extractor's s is still one
+weighting per sentence), and the output layer reads F at every token instead of F[:, 0]; without fusion it reads
+A, with fusion depth 0 it reads M.
+
 Variants (paper §4), all settings of this one module:
 - ``extractor=False``: "w/o HIRE" (Table 4): M = [R; R; R + R; R * R] (eq. 12).
 - ``fusion=False``: "w/o fusion network" (Table 4): c = A[:, 0].
@@ -160,6 +164,24 @@ class HIRE(Head):
             return HeadOutput(M[:, 0], s)  # fusion depth 0
         first, _ = self.fusion(M, mask.sum(-1), first_token_only=True)  # eq. 7: F[:, :1], (B, 1, 2d)
         return HeadOutput(first[:, 0], s)  # c = F[:, 0]
+
+    def tokens(self, hidden_states: Sequence[Tensor], mask: Tensor) -> HeadOutput:
+        """eq. 2-7 as in :meth:`forward`, read at every token: F (B, n, 2h_f), or A without fusion, M at depth 0."""
+        R = hidden_states[-1]  # (B, n, d)
+        s = None
+        if not self.use_extractor:
+            A = R  # eq. 12
+        else:
+            H = torch.stack(list(hidden_states))  # (l+1, B, n, d)
+            s = self.importance_scores(H, mask)  # eq. 2-4: (B, l+1)
+            A = torch.einsum("bl,lbnd->bnd", s.to(H.dtype), H)  # eq. 5: (B, n, d)
+            if not self.use_fusion:
+                return HeadOutput(A, s)
+        M = torch.cat([R, A, R + A, R * A], dim=-1)  # eq. 6: (B, n, 4d)
+        if self.fusion is None:
+            return HeadOutput(M, s)
+        fused, _ = self.fusion(M, mask.sum(-1))  # eq. 7: F, (B, n, 2h_f)
+        return HeadOutput(fused, s)
 
 
 def hire_lite(

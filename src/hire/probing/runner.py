@@ -22,11 +22,11 @@ import torch
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
+from hire.hardware import machine as run_machine
 from hire.probing.classifiers import ProbeSettings, cv_folds, feature_sets, probe_feature_set
 from hire.probing.features import FeatureSettings, _atomic_write, split_features
 from hire.probing.sources import EncoderSource, fingerprint, resolve_source
 from hire.probing.tasks import CustomFiles, ProbeTask, load_probe_task, subsample
-from hire.runs import machine as run_machine
 
 RESULTS = "results.json"
 GROWS = ("encoders", "labels", "tasks")  # what a later command may add to (the rest must be the same)
