@@ -282,6 +282,24 @@ class RunConfig:
     def save(self, path: Path) -> None:
         path.write_text(yaml.safe_dump(self.to_dict(), sort_keys=False))
 
+    @classmethod
+    def from_dict(cls, values: Any) -> RunConfig | None:
+        """A configuration from what :meth:`to_dict` wrote (a run's ``config.yaml``), options left out at their
+        defaults; None where ``values`` is not one: not a mapping, an unknown option, a value of the wrong type
+        or out of range (:func:`value_problem`). Hand-written option files go through ``hire.options``."""
+        if not isinstance(values, dict) or not all(isinstance(values.get(s, {}), dict | type(None)) for s in
+                                                   ("data", "model", "train")):
+            return None
+        sections = {"data": DataConfig, "model": ModelArgs, "train": TrainConfig}
+        try:
+            cfg = cls(**{k: v for k, v in values.items() if k not in sections},
+                      **{s: kind(**(values.get(s) or {})) for s, kind in sections.items()})
+        except TypeError:  # an option this version does not have
+            return None
+        if any(value_problem(cfg.get(name), tp) is not None for name, tp, _ in option_fields(RunConfig)):
+            return None
+        return cfg
+
     def validate(self) -> None:
         """Check every option before anything on disk changes; :class:`ConfigError` names the first bad one.
 

@@ -310,13 +310,10 @@ def config_differences(saved: Path, cfg: RunConfig) -> dict[str, tuple[Any, Any]
     """The options in which the run saved in ``saved`` (its ``config.yaml``) differs from ``cfg``, each with the
     saved value and ``cfg``'s; every option (saved value None) where the file does not read as a configuration.
     ``NOT_THE_RUN`` do not count; paths count as what they resolve to (:func:`_comparable`)."""
-    from hire.options import parse_options  # jsonargparse, only where a run folder is prepared
-
     names = [name for name, _, _ in option_fields(RunConfig) if name not in NOT_THE_RUN]
     try:
-        values = yaml.safe_load(saved.read_text())
-        old = parse_options(values or {}) if isinstance(values, dict | type(None)) else None
-    except (yaml.YAMLError, ConfigError):
+        old = RunConfig.from_dict(yaml.safe_load(saved.read_text()) or {})
+    except (yaml.YAMLError, UnicodeDecodeError):
         old = None
     return {name: (None if old is None else old.get(name), cfg.get(name)) for name in names
             if old is None or _comparable(name, old.get(name)) != _comparable(name, cfg.get(name))}
