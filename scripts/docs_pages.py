@@ -25,6 +25,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from docs_data import Experiment, Probe, Reconstruct, hire_against_last_layer, load
 
+from hire.sharing import markdown_table
+
 ROOT = Path(__file__).resolve().parent.parent
 README_BEGIN = "<!-- results: made by scripts/docs_pages.py from docs/findings/readme.md; do not edit -->"
 README_END = "<!-- end of results -->"
@@ -103,13 +105,12 @@ def runs_section(exp: Experiment) -> list[str]:
     out = ["## Runs: machines and time", "",
            f"{s['with_records']} of {s['cells']} cells recorded{shared}; {exp.hours} hours of training in all. "
            "Times are each run's training time as its record gives it; runs that shared a machine with other "
-           "runs took longer than they would alone, so compare times within one machine.", "",
-           "| machine | cells | precision | hours | minutes per cell (mean) |", "|---|---:|---|---:|---:|"]
-    for name, m in s["machines"].items():
-        out.append(f"| {name} | {m['cells']} | {', '.join(m['precisions'])} | {m['train_seconds'] / 3600:.1f} | "
-                   f"{(m['mean_train_seconds'] or 0) / 60:.1f} |")
-    out += ["", "| task / head | cells | minutes per cell (mean) |", "|---|---:|---:|"]
-    out += [f"| {k} | {v['cells']} | {(v['mean_train_seconds'] or 0) / 60:.1f} |" for k, v in s["task_head"].items()]
+           "runs took longer than they would alone, so compare times within one machine.", ""]
+    out += markdown_table(["machine", "cells", "precision", "hours", "minutes per cell (mean)"], [
+        [name, str(m["cells"]), ", ".join(m["precisions"]), f"{m['train_seconds'] / 3600:.1f}",
+         f"{(m['mean_train_seconds'] or 0) / 60:.1f}"] for name, m in s["machines"].items()], "lrlr")
+    out += ["", *markdown_table(["task / head", "cells", "minutes per cell (mean)"], [
+        [k, str(v["cells"]), f"{(v['mean_train_seconds'] or 0) / 60:.1f}"] for k, v in s["task_head"].items()], "lr")]
     return out
 
 
@@ -189,18 +190,19 @@ def reconstruct_page(exp: Reconstruct, meta: dict[str, Any], findings: str) -> s
 
 def results_pages(site: Site) -> dict[str, str]:
     pages: dict[str, str] = {}
-    rows = ["| experiment | what it asks | cells | training hours |", "|---|---|---:|---:|"]
+    cells: list[list[str]] = []
     for name in site.order():
         exp = site.experiments[name]
         meta, findings = site.template(name) or ({}, "")
         if isinstance(exp, Experiment):
             pages[f"docs/results/{name}.md"] = grid_page(site, exp, meta, findings)
-            rows.append(f"| [{meta.get('title', name)}]({name}.md) | {meta.get('asks', '')} | "
-                        f"{exp.summary['with_records']} of {exp.summary['cells']} | {exp.hours} |")
+            cells.append([f"[{meta.get('title', name)}]({name}.md)", meta.get("asks", ""),
+                          f"{exp.summary['with_records']} of {exp.summary['cells']}", str(exp.hours)])
         else:
             page = probe_page if isinstance(exp, Probe) else reconstruct_page
             pages[f"docs/results/{name}.md"] = page(exp, meta, findings)
-            rows.append(f"| [{meta.get('title', name)}]({name}.md) | {meta.get('asks', '')} | | |")
+            cells.append([f"[{meta.get('title', name)}]({name}.md)", meta.get("asks", ""), "", ""])
+    rows = markdown_table(["experiment", "what it asks", "cells", "training hours"], cells, "llr")
     meta, intro = site.template("results-index") or ({}, "")
     pages["docs/results/index.md"] = "\n".join(
         [f"# {meta.get('title', 'Results')}", "", note("experiments/*/", "results-index"), "", intro, *rows, ""])
@@ -213,7 +215,8 @@ def results_pages(site: Site) -> dict[str, str]:
 def benchmark_pages(root: Path) -> dict[str, str]:
     """One page per speed report in benchmarks/results/ (its NOTE.md first), and an index."""
     results = root / "benchmarks" / "results"
-    pages, rows = {}, ["| report | machine | what it ran |", "|---|---|---|"]
+    pages: dict[str, str] = {}
+    cells: list[list[str]] = []
     sources = sorted([*results.glob("*/report.md"), *results.glob("*.md")])
     for path in sources:
         name = path.parent.name if path.name == "report.md" else path.stem
@@ -230,12 +233,13 @@ def benchmark_pages(root: Path) -> dict[str, str]:
         pages[f"docs/benchmarks/{name}.md"] = "\n".join(
             [f"# {name}: {title}", "", note(source, None), "", f"From `{source}`.", "", body + rest.strip(), ""])
         ran = f"`{suite.group(1)}`" if suite and path.name == "report.md" else title
-        rows.append(f"| [{name}]({name}.md) | {machine.group(1) if machine else ''} | {ran} |")
+        cells.append([f"[{name}]({name}.md)", machine.group(1) if machine else "", ran])
     intro = ("Speed and memory, measured by `python benchmarks/bench_heads.py` (every head: training step, "
              "inference, memory, multiply-adds per part) and the scripts beside it; each report names its "
              "machine and how long the suite took. Read ratios rather than seconds: seconds belong to one "
              "machine. The guide [Mixed precision and speed](../guides/precision-speed.md) says what they mean for "
              "a run.")
+    rows = markdown_table(["report", "machine", "what it ran"], cells)
     pages["docs/benchmarks/index.md"] = "\n".join(["# Benchmarks", "", note("benchmarks/results/", None), "",
                                                    intro, "", *rows, ""])
     return pages

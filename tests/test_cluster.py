@@ -80,6 +80,7 @@ def dirs(tmp_path: Path, tag: str) -> list[str]:
     return ["--runs_dir", str(tmp_path / f"runs-{tag}"), "--experiments_dir", str(tmp_path / f"exps-{tag}")]
 
 
+@pytest.mark.slow  # CI's slow run (.ci/run); fast: the job-file, claim and option tests below
 def test_a_grid_through_the_local_executor_equals_the_plain_loop(world: Path, tmp_path: Path, one_thread_cpu: None,
                                                                  capsys: pytest.CaptureFixture) -> None:
     """Two cells as two jobs of submitit's local executor (one `hire train` each, the plain loop's command) and
@@ -138,6 +139,7 @@ def _task_of(controller: int) -> int:
     raise AssertionError(f"the local job {controller} started no task")
 
 
+@pytest.mark.slow  # CI's slow run; fast: tests/test_resume.py resumes killed runs
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds the job's process through /proc")
 def test_a_preempted_job_is_requeued_and_its_run_resumes(world: Path, tmp_path: Path, one_thread_cpu: None) -> None:
     """The scheduler's preemption signal (SIGUSR2, as SLURM sends it) reaches the job once its run has saved a

@@ -85,6 +85,7 @@ def test_train_writes_every_output(finished_run: Path, encoder: Path) -> None:
     assert "Mean layer weights" in card and '"max_steps": 6' in card
 
 
+@pytest.mark.slow  # CI's slow run; fast: test_transformers.py's exported-code test
 def test_transformers_and_an_exported_copy_predict_as_hire_predict(finished_run: Path, tmp_path: Path) -> None:
     """``pipeline("text-classification")`` on the run's best/ (hire installed) and on a copy made by ``hire
     export`` (in a Python that cannot import hire) give the probabilities ``hire predict`` writes."""

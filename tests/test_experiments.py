@@ -145,6 +145,7 @@ def test_a_fresh_checkout_does_not_retrain_recorded_cells(grid: Grid, tmp_path: 
     assert not runs.exists() or not any((runs / "tiny").glob("MRPC*"))
 
 
+@pytest.mark.slow  # CI's slow run; fast: test_runs_advance_in_slices_and_finished_cells_are_skipped
 @needs_glue
 def test_jobs_train_cells_at_once_with_the_same_results(grid: Grid, tmp_path: Path) -> None:
     """--jobs 2 trains the grid two cells at a time, their output in their logs, and every record's score and

@@ -94,6 +94,7 @@ def test_a_tagger_trains_and_scores_every_dev_word(world, tmp_path, head):
         assert len(rows[0]["layer_weights"]) == 3  # embeddings and 2 layers
 
 
+@pytest.mark.slow  # CI's slow run; fast: tests/test_resume.py kills and resumes sentence runs through the same loop
 def test_a_killed_tagger_run_resumes_to_the_same_result(world, tmp_path):
     """Killed (like kill -9) after step 5, the same command resumes from step 4's checkpoint and ends where an
     uninterrupted run ends."""
@@ -188,6 +189,7 @@ def test_hire_predict_and_the_transformers_pipeline_give_the_same_tags(tagger, t
     assert pieces_split and grouped_lines  # the test means something only where words split, and entities form
 
 
+@pytest.mark.slow  # CI's slow run; fast: docs/guides/token-tasks.md's snippets train and evaluate conll2003 by name
 @pytest.mark.skipif(not (Path(__file__).parents[2] / "shared" / "data" / "conll2003").is_dir(),
                     reason="no CoNLL-2003 data beside the repository")
 def test_conll2003_by_name_trains_and_evaluate_gives_the_same_scores(tmp_path):
@@ -212,6 +214,7 @@ def test_conll2003_by_name_trains_and_evaluate_gives_the_same_scores(tmp_path):
     assert again["test"]["f1"] == pytest.approx(final["held_out"]["test"]["f1"])
 
 
+@pytest.mark.slow  # CI's slow run; fast: the pipeline test above, and test_transformers.py's exported code
 def test_an_exported_tagger_tags_alike_where_hire_is_not_installed(tagger, tmp_path):
     """`hire export` writes the modelling code beside the weights: a Python without hire loads the tagger with
     trust_remote_code and the pipeline gives the tags that hire's own pipeline gives."""
