@@ -452,11 +452,13 @@ class ReportOptions:
 def add_commands() -> list[Command]:
     """The commands on saved models and run folders."""
     return [
-        typed_command("evaluate", EvaluateOptions, _cmd_evaluate, "score a saved model on a GLUE task's dev or test "
-                      "split", "Score a saved model on a task's dev splits (metrics) or predict its test splits (GLUE "
-                      "submission files)."),
+        typed_command("evaluate", EvaluateOptions, _cmd_evaluate, "score a saved model on a GLUE task's or "
+                      "CoNLL-2003's dev or test split", "Score a saved model on a task's dev splits (metrics) or "
+                      "predict its test splits (GLUE submission files); a tagger on CoNLL-2003's dev and test "
+                      "(strict entity F1)."),
         typed_command("predict", PredictOptions, _cmd_predict, "predict a file of your own with a saved model",
-                      "Predict every row of a CSV, TSV or JSON-lines file; reports examples/s."),
+                      "Predict every row of a CSV, TSV or JSON-lines file with a sentence model, or tag every word "
+                      "of raw text, a CoNLL file or token JSON lines with a tagger; reports examples/s."),
         typed_command("export", ExportOptions, _cmd_export,
                       "copy a saved model with its modelling code, to load without hire",
                       "Write a saved model (converted to the current format) with its tokenizer, model card and "
