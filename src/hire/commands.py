@@ -238,14 +238,14 @@ def _predict_tags(args: PredictOptions, config: dict[str, Any]) -> int:
     from hire.evaluation import eval_loader
     from hire.tasktypes import TOKEN, TaskData
 
-    model, tokenizer, acc = _load(args.model, args.mixed_precision, words=True)
     options = config.get("task_options") or {}
-    if layout == "text":
-        examples = [TokenExample(str(i), tuple(words), line=i + 1) for i, words in enumerate(
-            _text_words(args.input, tokenizer)) if words]
-    else:
+    if layout != "text":  # read (and every bad line reported) before the model loads
         examples = read_token_file(args.input, format=layout, require_tags=False,
                                    scheme=options.get("scheme", "auto"), option="--input").examples
+    model, tokenizer, acc = _load(args.model, args.mixed_precision, words=True)
+    if layout == "text":  # split into words as the tokenizer splits running text
+        examples = [TokenExample(str(i), tuple(words), line=i + 1) for i, words in enumerate(
+            _text_words(args.input, tokenizer)) if words]
     if not examples:
         raise DataError(f"--input {args.input}: no sentence to tag")
     task = TaskData(Path(args.input).stem, saved_label_names(config), (), [], {}, {"input": examples},
