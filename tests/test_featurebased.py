@@ -18,7 +18,7 @@ from hire.cli import main
 from hire.data.examples import TokenExample
 from hire.encoder import Encoder
 from hire.featurebased import ROWS
-from hire.featurebased.cache import cached_features, encoder_key
+from hire.featurebased.cache import cached_features, data_key, encoder_key
 from hire.featurebased.rows import FeatureRow
 from hire.featurebased.tagger import BiLSTMTagger
 from hire.model import load_tokenizer
@@ -84,6 +84,16 @@ def test_cache_is_written_once_then_read_without_the_encoder(encoder_dir: Path, 
         cached_features(data, tokenizer, encoder, key, tmp_path, "tiny-train", max_length=16)
     with pytest.raises(AssertionError, match="the encoder ran"):
         cached_features(data[:-1], tokenizer, encoder, key, tmp_path, "tiny-train", max_length=12)
+
+
+def test_the_key_ignores_what_the_tokenizers_last_call_left_behind(encoder_dir: Path) -> None:
+    """Encoding one split sets truncation on the fast tokenizer: the next split's key must not change with it
+    (it did once: a dev split found in the cache by one command was encoded again by the next)."""
+    tokenizer = load_tokenizer(encoder_dir, words=True)
+    before = data_key(examples(), tokenizer, 12)
+    tokenizer([list(TEXTS[0].split())], is_split_into_words=True, truncation=True, max_length=5, padding="max_length")
+    assert data_key(examples(), tokenizer, 12) == before
+    assert data_key(examples(), tokenizer, 16) != before
 
 
 def test_a_killed_write_leaves_no_cache(encoder_dir: Path, tmp_path: Path, single_thread) -> None:

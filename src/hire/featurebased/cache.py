@@ -90,7 +90,11 @@ def data_key(examples: Sequence[TokenExample], tokenizer: PreTrainedTokenizerBas
     """SHA-256 of the sentences' words, ``max_length`` and the tokenizer's definition."""
     digest = hashlib.sha256()
     backend = getattr(tokenizer, "backend_tokenizer", None)
-    definition = backend.to_str() if backend is not None else json.dumps(tokenizer.get_vocab(), sort_keys=True)
+    if backend is not None:  # the tokenizer itself, not the truncation/padding state its last call left behind
+        definition = json.dumps({k: v for k, v in json.loads(backend.to_str()).items()
+                                 if k not in ("truncation", "padding")}, sort_keys=True)
+    else:
+        definition = json.dumps(tokenizer.get_vocab(), sort_keys=True)
     header = {"version": FORMAT_VERSION, "max_length": max_length, "subword": "first",
               "tokenizer": type(tokenizer).__name__, "definition": hashlib.sha256(definition.encode()).hexdigest(),
               "sentences": len(examples)}
