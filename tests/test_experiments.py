@@ -726,7 +726,8 @@ def test_example_experiment_files_load() -> None:
     counts = {p.stem: len(load_experiment(p).cells) for p in sorted((ROOT / "configs" / "experiments").glob("*.yaml"))}
     assert counts == {"ablations-minilm": 70, "beyond-minilm": 125, "deepen-minilm": 96, "feature-based-minilm": 15,
                       "feature-based-glue-minilm": 18, "head-lr-minilm": 18, "lr-sweep-minilm": 18,
-                      "lr-sweep-mpnet": 12, "precision-minilm": 12, "table1-minilm": 60, "table1-mpnet": 42}
+                      "lr-sweep-conll-minilm": 3, "lr-sweep-mpnet": 12, "precision-minilm": 12, "table1-minilm": 60,
+                      "table1-mpnet": 42}
     figure2 = load_experiment(ROOT / "configs" / "experiments" / "head-lr-minilm.yaml").figure2
     assert figure2 is not None and figure2.cells["CoLA"] == tuple(  # a row picked by its head options in where
         f"CoLA__hire__score_activation=none__head_lr=None__seed{s}" for s in (1, 2, 3))
@@ -738,6 +739,7 @@ def test_example_experiment_files_load() -> None:
         ("grids: {model.head: [hire]}", "top level: unknown key 'grids' (did you mean 'grid'?)"),
         ("grid: {model.hed: [hire]}", "grid.model.hed: unknown run option 'model.hed' (did you mean 'model.head'?)"),
         ("grid: {model.head: [hyre]}", "grid.model.head: unknown head 'hyre'"),
+        ("grid: {data.task: [conll2004]}", "grid.data.task: unknown task 'conll2004'; the tasks read by name: CoLA"),
         ("grid: {train.output_dir: [x]}", "unknown run option 'train.output_dir'"),
         ("grid: {train.mixed_precision: [no]}", "write it in quotes"),
         ("grid: {model.head_options: [{fusion_layer: 1}]}", "grid: head 'hire' has no option 'fusion_layer'"),

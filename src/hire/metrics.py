@@ -14,6 +14,8 @@ from scipy import stats
 from sklearn import metrics as skm
 
 from hire.data.glue import TaskSpec
+from hire.data.ranking import RankingExample
+from hire.data.trec import rank_candidates
 
 __all__ = ["METRIC_NAMES", "compute_metrics", "glue_score", "main_score", "task_metrics"]
 
@@ -215,3 +217,66 @@ def entity_scores(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) 
 
 
 __all__ += ["entity_scores", "token_accuracy"]
+
+
+# Ranking: each question's candidates ordered by score (hire.data.ranking, hire.data.trec).
+
+RANKING_MEASURES: tuple[str, ...] = ("map", "mrr", "p@1")  # + "ndcg@10" when labels are graded
+
+
+def ranking_metrics(examples: Sequence[RankingExample], scores: Sequence[float],
+                    graded: bool | None = None) -> dict[str, float]:
+    """MAP, MRR and P@1 (and nDCG@10 when ``graded``) of the candidates ranked by ``scores``, mean over questions.
+
+    Computed by ir-measures' pytrec_eval provider, so with trec_eval's definitions: a candidate is relevant
+    when its label is >= 1 (AP, RR, P@1), and nDCG@10 gains the label itself (not 2**label - 1) with a
+    log2(rank + 1) discount. The ranking is :func:`hire.data.trec.rank_candidates`' (score descending, ties by
+    pid descending: trec_eval's own order), handed to the library as strictly decreasing scores, so the numbers
+    are those of trec_eval on the run file that :func:`hire.data.trec.write_run` writes for the same scores.
+
+    Questions without a relevant candidate have no defined AP or RR: trec_eval would count them with 0, we
+    leave them out of the mean (WikiQA's usual evaluation; read the data with ``keep`` to state which questions
+    count). ``graded=None`` means "is any label other than 0 and 1". Returns ``{"map", "mrr", "p@1",
+    ("ndcg@10",) "questions": the number of questions averaged, "score": MAP}``.
+
+    Raises:
+        ValueError: for unlabelled candidates, labels that are not whole numbers >= 0 (TREC grades are
+            integers), no question with a relevant candidate, or scores that :func:`rank_candidates` refuses.
+    """
+    import ir_measures  # imported here: only ranking needs it
+    from ir_measures import AP, RR, P, nDCG
+
+    ranked = rank_candidates(examples, scores)
+    qrels: dict[str, dict[str, int]] = {}
+    for example in examples:
+        label = example.label
+        if label is None or not math.isfinite(label) or label < 0 or label != int(label):
+            raise ValueError(f"candidate {example.pid!r} of question {example.qid!r} has label {label!r}: ranking "
+                             "metrics need a whole-number relevance grade >= 0")
+        qrels.setdefault(example.qid, {})[example.pid] = int(label)
+    if graded is None:
+        graded = any(grade not in (0, 1) for grades in qrels.values() for grade in grades.values())
+    qrels = {qid: grades for qid, grades in qrels.items() if any(grade >= 1 for grade in grades.values())}
+    if not qrels:
+        raise ValueError("no question has a relevant candidate (label >= 1): MAP and MRR are undefined")
+    run: dict[str, dict[str, float]] = {}
+    for qid, pid, rank, _ in ranked:
+        if qid in qrels:
+            run.setdefault(qid, {})[pid] = float(-rank)  # strictly decreasing: no tie left for the library
+    names = {AP: "map", RR: "mrr", P @ 1: "p@1"}
+    if graded:
+        names[nDCG @ 10] = "ndcg@10"
+    values: dict[str, list[float]] = {name: [] for name in names.values()}
+    for metric in ir_measures.pytrec_eval.iter_calc(list(names), qrels, run):
+        values[names[metric.measure]].append(float(metric.value))
+    results: dict[str, float] = {}
+    for name, per_question in values.items():
+        if len(per_question) != len(qrels):  # every question is scored once, or the mean is wrong
+            raise RuntimeError(f"{name}: {len(per_question)} values for {len(qrels)} questions")
+        results[name] = float(np.mean(per_question))
+    results["questions"] = len(qrels)
+    results["score"] = results["map"]
+    return results
+
+
+__all__ += ["RANKING_MEASURES", "ranking_metrics"]

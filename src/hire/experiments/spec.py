@@ -43,10 +43,9 @@ from typing import Any, get_origin
 
 from hire.checks import read_yaml
 from hire.config import ConfigError, RunConfig, did_you_mean, option_fields
-from hire.data.examples import DataError
-from hire.data.glue import get_task
 from hire.options import by_name, parse_options
 from hire.optiontypes import value_problem
+from hire.tasktypes import named_task
 
 TOP_KEYS = ("name", "description", "base", "seeds", "grid", "cells", "per_task", "baseline", "tables", "figure2")
 # Set by the runner for every cell: the folder, and no test-set prediction (a cell is compared on its dev
@@ -205,8 +204,8 @@ def check_option(path: Path, where: str, key: str, value: Any) -> Any:
         fail(path, where, problem)
     if key == "data.task" and value != "custom":
         try:
-            value = get_task(value).name
-        except DataError as err:
+            value = named_task(value)[0]
+        except ValueError as err:
             fail(path, where, str(err))
     if key == "model.head":
         from hire.heads import head_names

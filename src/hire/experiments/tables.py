@@ -13,9 +13,8 @@ import csv
 import io
 from typing import Any
 
-from hire.data.examples import DataError
-from hire.data.glue import get_task
 from hire.reporting import markdown_table
+from hire.tasktypes import named_task
 
 AVERAGE = "Avg"
 
@@ -49,8 +48,8 @@ def metric_text(task: str, metric: str) -> str:
     if metric != "score":
         return metric
     try:
-        names = get_task(task).metrics
-    except DataError:
+        names = named_task(task)[1]
+    except ValueError:
         return "score"
     return names[0] if len(names) == 1 else f"mean of {'/'.join(names)}"
 

@@ -112,6 +112,15 @@ class TaskType(ABC):
 
     has_submissions: bool = False  # whether unlabelled splits get a leaderboard file (write_submission)
 
+    def named_task(self, name: str) -> tuple[str, tuple[str, ...]] | None:
+        """A task this type reads by name (``--data.task``, not ``custom``): its canonical spelling and metrics
+        (the first picks the best model), or None when the name is not one of its tasks."""
+        return None
+
+    def task_names(self) -> tuple[str, ...]:
+        """The tasks this type reads by name, for messages."""
+        return ()
+
     def write_submission(self, path: Path, task: TaskData, examples: Sequence[Any], preds: Predictions) -> None:
         """A leaderboard file for an unlabelled split (types with ``has_submissions``)."""
         raise NotImplementedError
@@ -136,6 +145,17 @@ def task_type_for(cfg: DataConfig) -> TaskType:
         if task_type.handles(cfg):
             return task_type
     raise ValueError(f"no task type handles --data.task {cfg.task}")  # the sequence type handles every other name
+
+
+def named_task(name: str) -> tuple[str, tuple[str, ...]]:
+    """The canonical spelling of a task named by ``--data.task`` (a GLUE task, ``conll2003``, ...) and its
+    metrics, whatever its type; a ``ValueError`` listing every named task for an unknown one."""
+    for task_type in reversed(list(_TYPES.values())):
+        found = task_type.named_task(name)
+        if found is not None:
+            return found
+    names = [n for t in _TYPES.values() for n in t.task_names()]
+    raise ValueError(f"unknown task {name!r}; the tasks read by name: {', '.join(names)} (or custom)")
 
 
 def load_task(cfg: DataConfig, with_train: bool = True) -> TaskData:

@@ -35,6 +35,18 @@ class SequenceTasks(TaskType):
     model_type = "sequence"
     has_submissions = True  # GLUE's leaderboard files
 
+    def named_task(self, name: str) -> tuple[str, tuple[str, ...]] | None:
+        try:
+            spec = get_task(name)
+        except DataError:
+            return None
+        return spec.name, spec.metrics
+
+    def task_names(self) -> tuple[str, ...]:
+        from hire.data.glue import GLUE_TASKS
+
+        return tuple(GLUE_TASKS)
+
     def handles(self, cfg: DataConfig) -> bool:
         return True  # every task name no other type claims: GLUE's, or custom tables
 

@@ -41,6 +41,19 @@ class TokenTasks(TaskType):
     def handles(self, cfg: DataConfig) -> bool:
         return cfg.task.lower() == "conll2003" or (cfg.task.lower() == "custom" and cfg.format != "table")
 
+    def named_task(self, name: str) -> tuple[str, tuple[str, ...]] | None:
+        """``conll2003`` (entity F1; also the name its runs record, ``CoNLL-2003``, and ``CoNLL-2003-chunk`` /
+        ``-pos``, the latter scored by token accuracy)."""
+        key = name.lower().replace("-", "").replace("_", "")
+        if key == "conll2003":
+            return "conll2003", ENTITY_METRICS
+        if key in ("conll2003pos", "conll2003chunk"):  # chunks are scored as spans, as conlleval does
+            return name, ("accuracy",) if key.endswith("pos") else ENTITY_METRICS
+        return None
+
+    def task_names(self) -> tuple[str, ...]:
+        return ("conll2003",)
+
     # -- reader --------------------------------------------------------------------------------------
     def load(self, cfg: DataConfig, with_train: bool = True) -> TaskData:
         if cfg.task.lower() == "conll2003":
