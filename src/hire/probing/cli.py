@@ -88,7 +88,7 @@ def options_from_args(args: ProbeCommand) -> ProbeOptions:
 
     (encoders, labels), tasks = encoders_and_labels(args), _names(args.task)
     if not tasks:
-        raise ValueError("--task: give at least one task (e.g. MR, SST-5, CoLA, MRPC, or custom)")
+        raise ValueError("--task: give at least one task (e.g. MR, SST-5, CoLA, MRPC, ud-probes, or custom)")
     device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError(f"--device {args.device}: no CUDA device here")
@@ -99,14 +99,46 @@ def options_from_args(args: ProbeCommand) -> ProbeOptions:
     cache_dir = str(Path(args.cache_dir or default_cache_dir()).expanduser())
     check_results_dir(cache_dir, "--cache_dir")
     check_encoders(encoders)
+    tasks, data_dir = _ud_tasks(args, tasks)
     columns = [c.strip() for c in args.text_columns.split(",") if c.strip()]
     custom = CustomFiles(args.train_file, args.dev_file, args.test_file, columns, args.label_column, args.regression)
     probe = ProbeSettings(args.folds, _floats("--c_grid", args.c_grid), _floats("--alpha_grid", args.alpha_grid),
                           args.seed)
-    return ProbeOptions(encoders, tasks, args.output_dir, labels, cache_dir, args.data_dir,
+    return ProbeOptions(encoders, tasks, args.output_dir, labels, cache_dir, data_dir,
                         args.senteval_dir, custom, args.max_length, args.batch_size, precision, args.cache_dtype,
                         device, args.max_train_examples, args.max_eval_examples, probe, args.fit_threads,
                         args.overwrite)
+
+
+def _ud_tasks(args: ProbeCommand, tasks: list[str]) -> tuple[list[str], str | None]:
+    """``ud-probes`` expanded to the UD tasks that ``--treebank`` supports (each skipped one said on stderr), and
+    the folder ``ProbeOptions.data_dir`` carries: the treebank where the tasks are UD tasks (ProbeOptions has no
+    field of its own for it yet), else ``--data_dir``. Every task is built here, so a bad treebank stops the
+    command before any work."""
+    import sys
+
+    from hire.data.conllu import default_ud_dir
+    from hire.probing.ud import build_ud_tasks, expand, is_ud_task
+
+    ud = [t for t in tasks if is_ud_task(t)]
+    if not ud:
+        if args.treebank is not None:
+            raise ValueError("--treebank: only the UD probing tasks read it (--task ud-probes, ud-tense, ...)")
+        return tasks, args.data_dir
+    if len(ud) < len(tasks):
+        raise ValueError(f"--task: UD probing tasks ({', '.join(ud)}) run in a command of their own, apart from "
+                         f"{', '.join(t for t in tasks if t not in ud)}")
+    if args.data_dir is not None:
+        raise ValueError("--data_dir: the GLUE folder; the UD probing tasks read their treebank from --treebank")
+    treebank = str(Path(args.treebank).expanduser() if args.treebank else default_ud_dir())
+    suite = build_ud_tasks(treebank, ud, args.seed)
+    for name, why in suite.skipped.items():
+        print(f"hire probe: {name} skipped: {why}", file=sys.stderr)
+    kept = [t for t in expand(ud) if t in suite.tasks]
+    if not kept:
+        raise ValueError(f"--task {','.join(ud)}: every task was skipped (too few examples in --treebank "
+                         f"{treebank}; see above)")
+    return kept, treebank
 
 
 def _cmd_probe(args: ProbeCommand) -> int:
@@ -137,7 +169,9 @@ AtLeast2 = ranged(int, (">=", 2), name="AtLeast2")  # cross-validation folds
 @dataclass(kw_only=True)
 class ProbeCommand(EncoderOptions):
     task: list[str] = option("a task, or several comma-separated: a GLUE task (CoLA, SST-2, MRPC, STS-B, RTE, ...), a "
-                             "--senteval_dir folder (MR, CR, MPQA, SST-5) or custom", [])
+                             "--senteval_dir folder (MR, CR, MPQA, SST-5), custom, or SentEval's probing tasks from "
+                             "a --treebank: ud-probes (all), ud-sentlen, ud-wc, ud-bshift, ud-treedepth, ud-topconst, "
+                             "ud-tense, ud-subjnum, ud-objnum, ud-coordinv", [])
     output_dir: str = option("where results go", "runs/probe")
     overwrite: bool = option("replace results of other options in --output_dir (the same options resume; a command "
                              "that adds encoders or tasks keeps the results there and runs only the new ones)", False)
@@ -145,6 +179,8 @@ class ProbeCommand(EncoderOptions):
                                "probe-report`)", False)
     # data
     data_dir: str | None = option("GLUE folder (default: $HIRE_GLUE_DIR or ../shared/data/glue)", None)
+    treebank: str | None = option("UD treebank folder (<name>-ud-{train,dev,test}.conllu) that the ud-* tasks are "
+                                  "built from (default: $HIRE_UD_DIR or ../shared/data/ud/en_ewt)", None)
     senteval_dir: str | None = option("SentEval-style folder, one sub-folder per task with all.tsv or "
                                       "train/dev/test.tsv (default: $HIRE_SENTEVAL_DIR or senteval/ beside the GLUE "
                                       "folder)", None)
@@ -177,6 +213,32 @@ class ProbeCommand(EncoderOptions):
 
 
 @dataclass(kw_only=True)
+class UDTasksCommand:
+    treebank: str | None = option("UD treebank folder (<name>-ud-{train,dev,test}.conllu; default: $HIRE_UD_DIR or "
+                                  "../shared/data/ud/en_ewt)", None)
+    task: list[str] = option("ud-probes (all) or UD tasks by name, comma-separated", ["ud-probes"])
+    seed: Seed = option("the random choices: balancing, which sentences are swapped", 0)
+    output_dir: str | None = option("also write each task there as a SentEval folder named after the SentEval task "
+                                    "(Tense/train.tsv, dev.tsv, test.tsv, with the header label<TAB>sentence) and "
+                                    "the description as README.md", None)
+
+
+def _cmd_ud_tasks(args: UDTasksCommand) -> int:
+    from hire.probing.ud import build_ud_tasks, describe, write_senteval_folders
+
+    if args.output_dir is not None:
+        check_results_dir(args.output_dir)
+    suite = build_ud_tasks(args.treebank, _names(args.task) or ["ud-probes"], args.seed)
+    text = describe(suite)
+    print(text, end="")
+    if args.output_dir is not None:
+        write_senteval_folders(suite, Path(args.output_dir), text)
+        print(f"tasks in {args.output_dir}/ (Tense/train.tsv, dev.tsv, test.tsv, ...: `hire probe --senteval_dir "
+              f"{args.output_dir} --task Tense` reads them)")
+    return 0
+
+
+@dataclass(kw_only=True)
 class ProbeReportCommand:
     output_dir: str = option("a `hire probe` output folder", positional=True)
 
@@ -191,6 +253,13 @@ def add_commands() -> list[Command]:
                       "concatenations of layers, under SentEval's protocol: 10-fold cross-validation where a task "
                       "has no split, else train -> dev (and test where labelled). Writes tables, a plot and "
                       "results.json.", config=True),
+        typed_command("ud-tasks", UDTasksCommand, _cmd_ud_tasks,
+                      "show (and write) the SentEval-style probing tasks built from a UD treebank",
+                      "Build SentEval's probing tasks (Conneau et al. 2018: SentLen, WC, BShift, TreeDepth, TopConst, "
+                      "Tense, SubjNum, ObjNum, CoordInv) from a Universal Dependencies treebank's own train/dev/test "
+                      "split, as `hire probe --task ud-probes` does, and print each task's rule, examples per split "
+                      "and class, and one example per class; tasks the treebank cannot support are named with the "
+                      "reason."),
         typed_command("probe-report", ProbeReportCommand, lambda args: _redraw(args.output_dir, "output_dir"),
                       "redraw a probe's tables and figures from its results.json",
                       "Regenerate report.md, the CSV tables and the plots of `hire probe` from "

@@ -4,10 +4,11 @@ Every task becomes a :class:`ProbeTask`: labelled splits, label names, metrics a
 
 - ``cv``: one split ``all`` and k-fold cross-validation (SentEval's MR, CR, MPQA; a custom task given
   only ``--train_file``).
-- ``split``: ``train`` and labelled evaluation splits. With a labelled ``test`` split (SentEval's SST-5,
-  a labelled ``--test_file``) the regularisation is chosen on ``dev`` and both are reported, as
-  SentEval does; otherwise (GLUE, whose test labels are hidden) it is chosen on a held-out part of
-  ``train`` and the dev splits are reported, so no reported number picked its own hyper-parameters.
+- ``split``: ``train`` and labelled evaluation splits (also the ``ud-*`` tasks: :mod:`hire.probing.ud`).
+  With a labelled ``test`` split (SentEval's SST-5, a labelled ``--test_file``, the ``ud-*`` tasks) the
+  regularisation is chosen on ``dev`` and both are reported, as SentEval does; otherwise (GLUE, whose test
+  labels are hidden) it is chosen on a held-out part of ``train`` and the dev splits are reported, so no
+  reported number picked its own hyper-parameters.
 """
 
 from __future__ import annotations
@@ -92,8 +93,18 @@ def _senteval_folder(name: str, root: Path) -> Path | None:
 
 
 def load_probe_task(name: str, data_dir: str | None = None, senteval_dir: str | None = None,
-                    custom: CustomFiles | None = None) -> ProbeTask:
-    """A GLUE task by name, a SentEval folder by name (``senteval_dir/<NAME>``), or ``custom`` files."""
+                    custom: CustomFiles | None = None, treebank: str | None = None, seed: int = 0) -> ProbeTask:
+    """A UD probing task (``ud-tense``, ...) built from ``treebank`` for ``seed``, a GLUE task by name, a SentEval
+    folder by name (``senteval_dir/<NAME>``), or ``custom`` files.
+
+    A ``ud-*`` task given no ``treebank`` reads ``data_dir`` as the treebank folder (``hire probe`` passes its
+    ``--treebank`` there while :class:`~hire.probing.runner.ProbeOptions` has no field of its own for it), else
+    :func:`~hire.data.conllu.default_ud_dir`.
+    """
+    from hire.probing.ud import is_ud_task, load_ud_task
+
+    if is_ud_task(name):
+        return load_ud_task(name, treebank if treebank is not None else data_dir, seed)
     if name.lower() == "custom":
         return _custom_task(custom or CustomFiles())
     root = Path(senteval_dir).expanduser() if senteval_dir else default_senteval_dir()
@@ -105,7 +116,8 @@ def load_probe_task(name: str, data_dir: str | None = None, senteval_dir: str | 
     except DataError:
         known = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
         raise DataError(f"--task {name}: not a GLUE task ({', '.join(GLUE_TASKS)}), nor a folder of "
-                        f"--senteval_dir {root} ({', '.join(known) or 'none there'}), nor 'custom'") from None
+                        f"--senteval_dir {root} ({', '.join(known) or 'none there'}), nor a UD probing task "
+                        "(ud-probes, ud-tense, ...), nor 'custom'") from None
     glue = Path(data_dir).expanduser() if data_dir else default_glue_dir()
     splits = {s: read_glue_split(spec, s, glue, option="--data_dir") for s in ("train", *spec.dev_splits)}
     files = {s: str(glue / spec.folder / spec.splits[s]) for s in splits}
