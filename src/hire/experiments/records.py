@@ -176,7 +176,9 @@ def make_record(exp: Experiment, cell: Cell, run: Path) -> dict[str, Any]:
             "best_step": final.get("best_step"), "steps": final.get("steps"),
             "train_seconds": final.get("train_seconds"), "wall_seconds": runner.get("wall_seconds"),
             "mixed_precision": final.get("mixed_precision"), "machine": final.get("machine") or machine_info(),
-            "curve": dev_curve(run), "layer_weights": layer_weights(run, splits)}
+            "curve": dev_curve(run), "layer_weights": layer_weights(run, splits),
+            # labelled test splits scored once with the best model (CoNLL-2003's); never chose anything
+            **({"held_out": final["held_out"]} if final.get("held_out") else {})}
 
 
 def wants_examples(exp: Experiment, cell: Cell) -> bool:
