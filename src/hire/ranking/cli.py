@@ -1,0 +1,223 @@
+"""``hire rank-probe`` and ``hire rank-probe-report``: answer ranking with every layer and pooling of a frozen encoder.
+
+The options are a typed dataclass parsed by jsonargparse (:mod:`hire.options`); errors go through the ``hire``
+command's handler: one line naming the option or file at fault, exit status 2. Options, files, the output folder and
+the encoders are checked, and the data read, before anything is encoded or written.
+Heavy imports (torch, matplotlib) wait until a command runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from hire.config import AtLeast1, ConfigError, NonNegative, Positive, Seed
+from hire.options import Command, option, typed_command
+
+if TYPE_CHECKING:
+    from hire.ranking.frozen import RankProbeOptions
+
+SCORERS = ("cosine", "bilinear", "logistic", "mlp")  # hire.ranking.frozen's, here so that checking needs no torch
+LOSSES = ("hinge", "pointwise")
+
+EPILOG = """\
+scorers: cosine (untrained), bilinear (u^T W v), logistic and mlp (on [u; v; u*v; |u-v|]); losses: hinge (pairwise
+rank hinge) and pointwise (binary cross-entropy). Every hidden state, first+last, the last four and all of them,
+each under cls, sep, mean and max pooling, is a cell of every (scorer, loss) block.
+
+examples:
+  hire rank-probe --encoders all-MiniLM-L6-v2 --task wikiqa --output_dir runs/rank-probe-minilm
+  hire rank-probe --encoders all-MiniLM-L6-v2 --max_train_questions 200 --scorers cosine,logistic \\
+      --losses hinge --output_dir runs/rank-probe-quick
+  hire rank-probe --encoders all-MiniLM-L6-v2 --task custom --train_file train.tsv --dev_file dev.tsv \\
+      --test_file test.tsv --columns qid=QuestionID,question=Question,pid=SentenceID,passage=Sentence,label=Label \\
+      --output_dir runs/rank-probe-mine
+  hire rank-probe-report runs/rank-probe-minilm
+"""
+
+
+def _names(values: list[str], option: str, choices: tuple[str, ...]) -> list[str]:
+    """Comma-separated or repeated names, each one of ``choices`` (all of them when none is given)."""
+    names = list(dict.fromkeys(v.strip() for value in values for v in value.split(",") if v.strip()))
+    for name in names:
+        if name not in choices:
+            raise ConfigError(f"{option}: unknown name {name!r}; choose from {', '.join(choices)}")
+    return names or list(choices)
+
+
+def _encoders_and_labels(encoder_words: list[str], label_words: list[str]) -> tuple[list[str], list[str]]:
+    """``--encoders`` and ``--labels``: at least one encoder, a distinct name for each."""
+    encoders = [w.strip() for word in encoder_words for w in word.split(",") if w.strip()]
+    labels = [w.strip() for word in label_words for w in word.split(",") if w.strip()]
+    if not encoders:
+        raise ConfigError("--encoders: give at least one encoder (hub name, folder, run folder or saved model)")
+    if labels and len(labels) != len(encoders):
+        raise ConfigError(f"--labels: {len(labels)} names for {len(encoders)} encoders")
+    if len(set(labels or encoders)) < len(encoders):
+        raise ConfigError("--labels: give each encoder a distinct name" if labels else
+                          "--encoders: the same encoder twice")
+    return encoders, labels
+
+
+@dataclass(kw_only=True)
+class RankProbeCommand:
+    encoders: list[str] = option("an encoder, or several comma-separated: hub name, local folder, all-MiniLM-L6-v2, "
+                                 "a run folder (its best/) or a saved model folder (its fine-tuned encoder)", [])
+    labels: list[str] = option("names for the encoders in tables and plots, comma-separated (default: the "
+                               "--encoders values)", [])
+    output_dir: str = option("where results.json, report.md, tables/, figures/, runs/ and qrels/ go",
+                             "runs/rank-probe")
+    overwrite: bool = option("replace results of other options in --output_dir (the same options resume; a command "
+                             "that adds encoders, scorers or losses runs only the new blocks)", False)
+    # data
+    task: Literal["wikiqa", "custom"] = option("wikiqa (WikiQA-{train,dev,test}.tsv in --data_dir) or custom "
+                                               "(--train_file, --dev_file, --test_file)", "wikiqa")
+    data_dir: str | None = option("WikiQA folder (default: $HIRE_WIKIQA_DIR or ../shared/data/wikiqa)", None)
+    train_file: str | None = option("custom: training candidates (.tsv, .csv, .jsonl)", None)
+    dev_file: str | None = option("custom: dev candidates (early stopping and the choice of the best cell)", None)
+    test_file: str | None = option("custom: test candidates (scored with each cell's dev-chosen weights)", None)
+    format: Literal["auto", "tsv", "csv", "jsonl"] = option("custom: file format (auto: by extension)", "auto")
+    columns: dict[str, Any] = option("custom: the column of each field, field=column pairs (fields: qid, question, "
+                                     "pid, passage, label; 0-based indices for files without a header)", {})
+    keep: Literal["has-positive", "has-both", "all"] = option(
+        "which questions count, in every split: with a relevant candidate (WikiQA's usual evaluation), with a "
+        "relevant and a non-relevant one, or all", "has-positive")
+    max_train_questions: AtLeast1 | None = option("a random subset of N training questions (quick runs)", None)
+    # the grid
+    scorers: list[str] = option(f"scorers, comma-separated: {', '.join(SCORERS)} (default: all)", [])
+    losses: list[str] = option(f"losses of the learned scorers, comma-separated: {', '.join(LOSSES)} (default: "
+                               "both)", [])
+    # features
+    cache_dir: str | None = option("feature cache (default: $HIRE_FEATURE_CACHE or ~/.cache/hire/features)", None)
+    cache_dtype: Literal["float16", "float32"] = option("stored feature precision (float16: half the space)",
+                                                        "float16")
+    max_length: AtLeast1 = option("maximum tokens per question or passage", 128)
+    batch_size: AtLeast1 = option("texts per encoder forward pass", 64)
+    mixed_precision: Literal["auto", "no", "bf16", "fp16"] = option(
+        "encoder forward precision; auto: bf16 where the hardware is fast at it", "auto")
+    device: str = option("cpu, cuda, cuda:1 ... for encoding and training (auto: cuda where there is one)", "auto")
+    # training the learned scorers
+    epochs: AtLeast1 = option("training epochs at most (early stopping on dev MAP usually ends sooner)", 10)
+    patience: AtLeast1 = option("epochs without a better dev MAP before a feature set stops", 2)
+    lr: Positive = option("Adam learning rate", 1e-3)
+    weight_decay: NonNegative = option("Adam's L2 penalty", 0.0)
+    batch_questions: AtLeast1 = option("questions per training step (with all their candidates)", 16)
+    margin: Positive = option("the hinge loss's margin", 1.0)
+    mlp_hidden: AtLeast1 = option("the MLP scorer's hidden units", 128)
+    seed: Seed = option("initial weights, data order, the training subset", 0)
+
+
+def _files(args: RankProbeCommand) -> dict[str, str]:
+    """The custom files, checked: train and dev needed with --task custom, none without it."""
+    from hire.checks import check_input_file
+    from hire.data.ranking import FIELDS
+
+    files = {s: f for s, f in (("train", args.train_file), ("dev", args.dev_file), ("test", args.test_file)) if f}
+    if args.task != "custom":
+        if files:
+            raise ConfigError(f"--{next(iter(files))}_file: only with --task custom")
+        if args.columns or args.format != "auto":
+            raise ConfigError(f"--{'columns' if args.columns else 'format'}: only with --task custom")
+        return {}
+    for name, column in args.columns.items():
+        if name not in FIELDS:
+            raise ConfigError(f"--columns: unknown field {name!r}; the fields are {', '.join(FIELDS)}")
+        if isinstance(column, bool) or not isinstance(column, str | int) or column == "":
+            raise ConfigError(f"--columns: {name}={column!r}: give a column name, or a 0-based index")
+    for split in ("train", "dev"):
+        if split not in files:
+            raise ConfigError(f"--{split}_file: --task custom needs a {split} file")
+    for split, path in files.items():
+        check_input_file(path, f"--{split}_file")
+    return files
+
+
+def options_from_args(args: RankProbeCommand) -> RankProbeOptions:
+    """Check the command line (names, files, folders, encoders) and build the grid's options."""
+    from hire.probing.cli import check_results_dir
+    from hire.probing.sources import check_source
+
+    scorers = _names(args.scorers, "--scorers", SCORERS)
+    losses = _names(args.losses, "--losses", LOSSES)
+    if args.data_dir is not None and args.task != "wikiqa":
+        raise ConfigError("--data_dir: only with --task wikiqa (give --train_file ... with --task custom)")
+    files = _files(args)
+    encoders, labels = _encoders_and_labels(args.encoders, args.labels)
+    check_results_dir(args.output_dir)
+    import torch
+
+    from hire.hardware import resolve_mixed_precision
+    from hire.probing.features import default_cache_dir
+    from hire.ranking.frozen import FitSettings, RankProbeOptions
+
+    cache_dir = str(Path(args.cache_dir or default_cache_dir()).expanduser())
+    check_results_dir(cache_dir, "--cache_dir")
+    device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"--device {args.device}: no CUDA device here")
+    if device != "cpu" and not device.startswith("cuda"):
+        raise ConfigError(f"--device {args.device}: expected cpu, cuda, cuda:N or auto")
+    precision = resolve_mixed_precision(args.mixed_precision)
+    if device == "cpu" and precision == "fp16":
+        raise ConfigError("--mixed_precision fp16: not on CPU (use bf16 or no)")
+    for spec in encoders:
+        check_source(spec, "--encoders")
+    fit = FitSettings(args.epochs, args.patience, args.lr, args.weight_decay, args.batch_questions, args.margin,
+                      args.mlp_hidden, args.seed, device)
+    return RankProbeOptions(encoders, args.output_dir, labels, args.task, args.data_dir, files, args.format,
+                            dict(args.columns) or None, args.keep, scorers, losses, args.max_train_questions,
+                            cache_dir, args.max_length, args.batch_size, precision, args.cache_dtype, fit,
+                            args.overwrite)
+
+
+def _cmd_rank_probe(args: RankProbeCommand) -> int:
+    from hire.ranking.frozen import run_rank_probe
+    from hire.ranking.report import write_report
+
+    results = run_rank_probe(options_from_args(args))
+    write_report(results, args.output_dir)
+    best = results.get("best")
+    if best:
+        split = "test" if "test" in best else "dev"
+        print(f"best by dev MAP: {best['label']}, {best['scorer']} ({best['loss']}), {best['row']} {best['pooling']}: "
+              f"{split} MAP {100 * best[split]['map']:.2f}")
+    print(f"results in {args.output_dir}/ (results.json, report.md, tables/, figures/, runs/, qrels/)")
+    return 0
+
+
+@dataclass(kw_only=True)
+class RankProbeReportCommand:
+    output_dir: str = option("a `hire rank-probe` output folder", positional=True)
+
+
+def _cmd_report(args: RankProbeReportCommand) -> int:
+    from hire.probing.cli import check_results_dir
+    from hire.ranking.report import load_results, write_report
+
+    check_results_dir(args.output_dir, "output_dir")
+    write_report(load_results(args.output_dir), args.output_dir)
+    print(f"report in {args.output_dir}/report.md")
+    return 0
+
+
+def add_commands() -> list[Command]:
+    """``hire rank-probe`` and ``hire rank-probe-report``."""
+    return [
+        typed_command("rank-probe", RankProbeCommand, _cmd_rank_probe,
+                      "rank answer passages with every layer and pooling of frozen encoders, against BM25",
+                      "Encode each question and candidate passage apart, once, with a frozen encoder (pooled states "
+                      "cached), then score every hidden state and concatenation of layers under CLS, SEP, mean and "
+                      "max pooling with cosine similarity and with learned scorers (bilinear; [u; v; u*v; |u-v|] "
+                      "into a logistic layer or an MLP) trained with the pairwise rank hinge loss or pointwise "
+                      "cross-entropy, all feature sets at once, early stopping on dev MAP. BM25 is the baseline "
+                      "row. Writes results.json, report.md, tables, MAP-by-layer figures, and TREC run files and "
+                      "qrels of each block's best cell.", EPILOG, config=True),
+        typed_command("rank-probe-report", RankProbeReportCommand, _cmd_report,
+                      "redraw a rank probe's tables and figures from its results.json",
+                      "Regenerate report.md, tables/ and figures/ of `hire rank-probe` from "
+                      "OUTPUT_DIR/results.json alone."),
+    ]
+
+
+__all__ = ["add_commands"]

@@ -1,0 +1,235 @@
+"""Tables and figures of ``hire rank-probe``, drawn from ``results.json`` alone (the same bytes when redrawn).
+
+In the study's layout: for each encoder and each (scorer, loss) block, a table with the feature sets as rows
+(each hidden state, then first + last, the last four, all) and the poolings as columns, MAP x 100 on the headline
+split (test where there is one, else dev), the table's best cell in bold and the cell chosen by dev MAP (whose run
+file is written) marked with a dagger; a summary of every block's chosen cell beside BM25; each pooling's mean over
+the Transformer layers; and a MAP-by-layer plot per pooling (one line per block, BM25 dashed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hire.probing.pooling import POOLINGS
+from hire.probing.report import slug
+from hire.reporting import csv_table, markdown_table, read_json
+
+FORMAT = "hire-rank-probe/1"
+RESULTS = "results.json"
+GROWS = ("encoders", "labels", "scorers", "losses")
+MEASURES = ("map", "mrr", "p@1")
+
+
+def load_results(output_dir: str | Path) -> dict[str, Any]:
+    """The results in ``output_dir`` (:func:`read_results`), to draw the report from."""
+    path = Path(output_dir) / RESULTS
+    if not path.is_file():
+        what = "a folder" if path.is_dir() else "no"
+        raise FileNotFoundError(f"{output_dir}: {what} {RESULTS} (run `hire rank-probe --output_dir {output_dir}` "
+                                "first)")
+    return read_results(path, "run the `hire rank-probe` command that made it again with --overwrite to write it "
+                        "afresh (cached features are reused)")
+
+
+def read_results(path: Path, repair: str) -> dict[str, Any]:
+    """``results.json`` as ``hire rank-probe`` writes it; ValueError naming the file, what is wrong and ``repair``
+    (what writes it afresh) for a file that is not one: not JSON or cut short, another format, missing a part."""
+    results, problem = read_json(path)
+    if problem is None:
+        problem = _results_problem(results)
+        if problem is None:
+            return results
+    raise ValueError(f"{path}: {problem}; {repair}")
+
+
+def _results_problem(results: Any) -> str | None:
+    """What makes ``results`` no `hire rank-probe` results record (None: nothing)."""
+    if not isinstance(results, dict):
+        return f"a JSON {type(results).__name__}, not `hire rank-probe` results (an object)"
+    if results.get("format") != FORMAT:
+        return f"not a `hire rank-probe` results file (format {results.get('format')!r}, not {FORMAT!r})"
+    for key, tp in {"config": dict, "encoders": list, "data": dict, "results": dict, "machine": dict}.items():
+        if not isinstance(results.get(key), tp):
+            return f"incomplete: its {key} is {'missing' if key not in results else repr(results[key])[:60]}"
+    if not all(k in results["config"] for k in GROWS) or not all(
+            isinstance(r, dict) and isinstance(r.get("blocks"), dict) for r in results["results"].values()):
+        return "incomplete: its config or results lack what `hire rank-probe` writes"
+    return None
+
+
+def headline(results: dict[str, Any]) -> str:
+    """The split the tables show: test where the data has one, else dev."""
+    return "test" if "test" in results["data"].get("questions", {}) else "dev"
+
+
+def block_name(block: dict[str, Any]) -> str:
+    return block["scorer"] if block["loss"] == "none" else f"{block['scorer']}, {block['loss']} loss"
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.2f}"
+
+
+def grid(block: dict[str, Any], split: str, measure: str = "map") -> dict[str, dict[str, float]]:
+    """``{row: {pooling: value}}`` of a block on ``split``, in table order."""
+    table: dict[str, dict[str, float]] = {}
+    for cell in block["rows"]:
+        table.setdefault(cell["row"], {})[cell["pooling"]] = cell[split][measure]
+    return table
+
+
+def block_table(block: dict[str, Any], split: str) -> tuple[list[str], list[list[str]]]:
+    """Header and Markdown rows: the table's best value in bold, the cell chosen by dev MAP with a dagger."""
+    table = grid(block, split)
+    top = max(v for cells in table.values() for v in cells.values())
+    chosen = (block["best"]["row"], block["best"]["pooling"])
+    rows = []
+    for row, cells in table.items():
+        values = []
+        for p in POOLINGS:
+            text = _pct(cells[p])
+            text = f"**{text}**" if cells[p] == top else text
+            values.append(f"{text} †" if (row, p) == chosen else text)
+        rows.append([row, *values])
+    return ["feature set", *POOLINGS], rows
+
+
+def chosen_cell(block: dict[str, Any]) -> dict[str, Any]:
+    return next(c for c in block["rows"] if (c["row"], c["pooling"]) == (block["best"]["row"],
+                                                                         block["best"]["pooling"]))
+
+
+def summary_section(results: dict[str, Any]) -> str:
+    """Every block's cell chosen by dev MAP, beside BM25: dev MAP and the headline split's MAP, MRR, P@1."""
+    split = headline(results)
+    header = ["system", "feature set", "pooling", "dev MAP", *[f"{split} {m.upper()}" for m in MEASURES], "fit s"]
+    rows = []
+    bm25 = results.get("bm25") or {}
+    if "dev" in bm25:
+        s = bm25["settings"]
+        rows.append([f"BM25 (k1 {s['k1']}, b {s['b']}, {s['method']})", "", "", _pct(bm25["dev"]["map"]),
+                     *[_pct(bm25[split][m]) for m in MEASURES], ""])
+    for label, record in results["results"].items():
+        for block in record["blocks"].values():
+            cell = chosen_cell(block)
+            rows.append([f"{label}: {block_name(block)}", cell["row"], cell["pooling"], _pct(cell["dev"]["map"]),
+                         *[_pct(cell[split][m]) for m in MEASURES], f"{block['seconds']:.1f}"])
+    best = results.get("best")
+    lines = ["## Summary: each block's cell chosen by dev MAP", "", *markdown_table(header, rows, align="lllr"), ""]
+    if best:
+        lines += [f"Best by dev MAP: {best['label']}, {best['scorer']} ({best['loss']}), feature set {best['row']}, "
+                  f"{best['pooling']} pooling: {split} MAP {_pct(best[split]['map'])}; run files "
+                  f"{', '.join(best['runs'].values())} (qrels in qrels/).", ""]
+    return "\n".join(lines)
+
+
+def pooling_averages(record: dict[str, Any], split: str) -> tuple[list[str], list[list[str]]]:
+    """Each block's mean MAP per pooling over the Transformer layers 1..l (the study's pooling comparison)."""
+    layers = [str(i) for i in range(1, record["num_hidden_states"])] or ["0"]
+    rows = []
+    for block in record["blocks"].values():
+        table = grid(block, split)
+        rows.append([block_name(block), *[_pct(sum(table[r][p] for r in layers) / len(layers)) for p in POOLINGS]])
+    return ["block", *POOLINGS], rows
+
+
+def plot_pooling(path: Path, label: str, record: dict[str, Any], pooling: str, split: str,
+                 bm25: float | None) -> None:
+    """MAP against the hidden state for one pooling, one line per block, BM25 dashed (deterministic PNG)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 4.2))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    layers = list(range(record["num_hidden_states"]))
+    for block in record["blocks"].values():
+        table = grid(block, split)
+        ax.plot(layers, [100 * table[str(j)][pooling] for j in layers], marker="o", markersize=3,
+                label=block_name(block))
+    if bm25 is not None:
+        ax.axhline(100 * bm25, color="black", linestyle="--", linewidth=1, label="BM25")
+    ax.set_xticks(layers)
+    ax.set_xlabel("hidden state (0 = embeddings)")
+    ax.set_ylabel(f"{split} MAP x 100")
+    ax.set_title(f"{label}: {split} MAP by hidden state, {pooling} pooling", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def encoder_section(label: str, record: dict[str, Any], results: dict[str, Any], out: Path) -> str:
+    """One encoder's tables (Markdown here, every cell's dev and test metrics in ``tables/<encoder>.csv``), its
+    pooling averages and its MAP-by-layer figures."""
+    split = headline(results)
+    parts = [f"## {label}", "", f"MAP x 100 on {split}; rows: feature sets (hidden states, 0 = embeddings, and "
+             "concatenations); columns: poolings. Bold: the table's best; †: chosen by dev MAP.", ""]
+    csv = [["block", "scorer", "loss", "feature set", "layers", "pooling", "best epoch",
+            *[f"{s} {m}" for s in ("dev", "test") if s in results["data"]["questions"] for m in MEASURES]]]
+    for block in record["blocks"].values():
+        header, rows = block_table(block, split)
+        parts += [f"### {block_name(block)}", "", *markdown_table(header, rows, align="lr"), ""]
+        for c in block["rows"]:
+            csv.append([block_name(block), block["scorer"], block["loss"], c["row"],
+                        "+".join(map(str, c["layers"])), c["pooling"], str(c.get("best_epoch", "")),
+                        *[f"{c[s][m]:.6f}" for s in ("dev", "test") if s in c for m in MEASURES]])
+    _write(out / "tables" / f"{slug(label)}.csv", csv_table(csv))
+    header, rows = pooling_averages(record, split)
+    parts += ["### Pooling averages over layers 1..l", "", *markdown_table(header, rows, align="lr"), ""]
+    bm25 = (results.get("bm25") or {}).get(split, {}).get("map")
+    for pooling in POOLINGS:
+        name = f"figures/{slug(label)}-{pooling}.png"
+        plot_pooling(out / name, label, record, pooling, split, bm25)
+        parts.append(f"![{label}: MAP by layer, {pooling} pooling]({name})")
+    return "\n".join([*parts, ""])
+
+
+def timing_section(results: dict[str, Any]) -> str:
+    header, rows = ["encoder", "texts encoded", "encode s", "block", "fit s"], []
+    encode = fit = 0.0
+    for label, record in results["results"].items():
+        enc = record.get("encode", {})
+        cached = "cached" if enc and all(enc["cached"].values()) else f"{enc.get('seconds', 0.0):.1f}"
+        encode += enc.get("seconds", 0.0)
+        for i, block in enumerate(record["blocks"].values()):
+            fit += block["seconds"]
+            rows.append([label if i == 0 else "", str(enc.get("texts", "")) if i == 0 else "",
+                         cached if i == 0 else "", block_name(block), f"{block['seconds']:.1f}"])
+    m = results["machine"]
+    where = (f"{m.get('device', 'cpu')}; {m.get('cpu_count')} CPUs ({m.get('cpu')}), {m.get('torch_threads')} torch "
+             f"threads; torch {m.get('torch')}")
+    total = f"In all {(encode + fit) / 60:.1f} min: {encode / 60:.1f} encoding, {fit / 60:.1f} fitting."
+    return "\n".join(["## Time", "", where, "", *markdown_table(header, rows, align="llrlr"), "", total, ""])
+
+
+def write_report(results: dict[str, Any], out: str | Path) -> str:
+    """Every table and figure of ``results`` under ``out``; returns the Markdown report (also ``report.md``)."""
+    out = Path(out)
+    data = results["data"]
+    counts = ", ".join(f"{s} {data['questions'][s]} questions / {data['candidates'][s]} candidates"
+                       for s in data["questions"])
+    dropped = "; ".join(f"{s}: {', '.join(f'{n} {why}' for why, n in d.items() if n)}"
+                        for s, d in data.get("dropped", {}).items() if any(d.values()))
+    encoders = [f"- {e['label']}: {e['encoder']} ({e['kind']}, weights sha256 {e['fingerprint'][:12]})"
+                for e in results["encoders"]]
+    parts = ["# Answer ranking with a frozen encoder: layer x pooling x interaction", "",
+             f"Data: {data['task']} (questions kept: {data['keep']}): {counts}."
+             + (f" Dropped questions: {dropped}." if dropped else ""), "",
+             "Questions and passages encoded apart; learned scorers trained on standardised features with early "
+             "stopping on dev MAP. MAP, MRR and P@1 by trec_eval's definitions, over questions with a relevant "
+             "candidate.", "", *encoders, "", summary_section(results)]
+    parts += [encoder_section(label, record, results, out) for label, record in results["results"].items()
+              if record["blocks"]]
+    parts.append(timing_section(results))
+    text = "\n".join(parts)
+    _write(out / "report.md", text)
+    return text
