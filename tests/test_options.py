@@ -23,13 +23,14 @@ def unusual() -> RunConfig:
         data=DataConfig(task="custom", data_dir="glue", train_file="a.csv", dev_file="b.csv", test_file="c.csv",
                         text_columns=["question", "answer"], label_column="gold", regression=True, max_length=64,
                         max_train_examples=100, max_eval_examples=50, format="conll", token_column=1, tag_column=3,
-                        separator="\t", scheme="bioes", subword="mean", context="document", unknown_tags="o"),
+                        separator="\t", scheme="bioes", subword="mean", context="document", unknown_tags="o",
+                        keep="all", ranking_columns={"qid": "QuestionID", "label": "Label"}),
         model=ModelArgs(encoder="enc", head="scalar-mix", head_options={"fusion_layers": 1, "dropout": 0.25},
                         init_from="runs/mnli/best", classifier_dropout=0.0, freeze_encoder=True),
         train=TrainConfig(epochs=3, batch_size=8, lr=1e-4, head_lr=3e-3, weight_decay=0.0, adam_beta1=0.8,
                           adam_beta2=0.999, adam_eps=1e-8, warmup_ratio=0.1, max_grad_norm=0.5, eval_every=7,
                           patience=2, checkpoint_every=5, seed=3, mixed_precision="no", group_by_length=False,
-                          max_steps=9))
+                          max_steps=9, rank_loss="pairwise", rank_margin=0.5))
 
 
 def test_every_option_differs_in_the_unusual_config() -> None:

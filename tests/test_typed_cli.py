@@ -12,7 +12,8 @@ import pytest
 from hire.cli import all_commands, main
 from hire.options import Command, parse_command
 
-LAB = {"experiment", "probe", "probe-report", "deepen", "reconstruct", "install-encoder", "features"}
+LAB = {"experiment", "probe", "probe-report", "deepen", "reconstruct", "install-encoder", "features", "ud-tasks",
+       "rank-probe", "rank-probe-report"}
 CORE = {"train", "evaluate", "predict", "export", "heads", "report"}
 
 

@@ -112,6 +112,15 @@ EVALUATION = ".hire-eval"  # the marker of a folder that `hire evaluate` wrote: 
 
 def _cmd_evaluate(args: EvaluateOptions) -> int:
     config = check_model_folder(args.model)
+    ranker = config.get("task_type") == "ranking"
+    if args.task.lower() == "wikiqa" or ranker:
+        if args.task.lower() != "wikiqa" or not ranker:
+            what = "ranks passages" if ranker else "labels sentences"
+            raise ConfigError(f"--task {args.task}: --model {args.model} {what}, and the task "
+                              f"{'labels sentences' if ranker else 'ranks passages'}")
+        keep = (config.get("task_options") or {}).get("keep", "has-positive")
+        data = DataConfig(task="wikiqa", data_dir=args.data_dir, max_eval_examples=args.max_examples, keep=keep)
+        return _evaluate(args, config, data, "WikiQA")
     tagger = config.get("task_type") == "token"
     if args.task.lower() == "conll2003" or tagger:
         if args.task.lower() != "conll2003" or not tagger:
@@ -126,7 +135,7 @@ def _cmd_evaluate(args: EvaluateOptions) -> int:
     try:
         spec = get_task(args.task)
     except DataError as err:
-        raise ConfigError(f"--task: {err}, or conll2003") from None
+        raise ConfigError(f"--task: {err}, conll2003 or wikiqa") from None
     if saved_label_names(config) != (list(spec.labels) if spec.labels else None):
         raise ConfigError(f"--model {args.model} predicts labels {saved_label_names(config)}, "
                           f"but task {spec.name} has {list(spec.labels) if spec.labels else 'real-valued scores'}")
@@ -179,6 +188,11 @@ def _cmd_predict(args: PredictOptions) -> int:
 
     config = check_model_folder(args.model)
     check_input_file(args.input, "--input")
+    if config.get("task_type") == "ranking":
+        return _predict_ranking(args, config)
+    if args.ranking_columns:
+        what = "tags words" if config.get("task_type") == "token" else "labels sentences"
+        raise ConfigError(f"--ranking_columns: for a ranker; --model {args.model} {what}")
     if config.get("task_type") == "token":
         return _predict_tags(args, config)
     if args.format not in (None, "table"):
@@ -257,6 +271,49 @@ def _predict_tags(args: PredictOptions, config: dict[str, Any]) -> int:
     words = sum(len(ex.tokens) for ex in examples)
     print(f"{len(examples)} sentences ({words} words) in {preds.seconds:.2f} s: {preds.examples_per_second:.1f} "
           f"sentences/s ({acc.mixed_precision} precision, batch {args.batch_size}); predictions in {output}")
+    return 0
+
+
+def _predict_ranking(args: PredictOptions, config: dict[str, Any]) -> int:
+    """``hire predict`` with a ranker: each question's candidates ranked, as JSON lines (qid, pid, rank, score) and
+    a TREC run file beside them (``OUTPUT`` with the suffix ``.run``); the metrics too when the input is
+    labelled with whole-number grades."""
+    from hire.data.ranking import read_ranking_file
+
+    if args.text_columns is not None or args.label_column != "label":
+        raise ConfigError(f"--text_columns/--label_column: for a sentence model; --model {args.model} ranks "
+                          "passages (--ranking_columns names its input's columns)")
+    if args.format not in (None, "ranking"):
+        raise ConfigError(f"--format {args.format}: --model {args.model} ranks passages; its input is a ranking "
+                          "file (.tsv, .csv or .jsonl rows of qid, question, pid, passage and an optional label)")
+    output = _predictions_file(args, config)
+    run_file = check_output_file(output.with_suffix(".run"), f"the run file beside {output}", {"--input": args.input})
+    check_not_run_file(run_file, "the run file")
+    _check_not_in_model(run_file, "the run file", args.model)
+    try:  # read (and every bad line reported) before the model loads
+        examples = read_ranking_file(args.input, columns=dict(args.ranking_columns) or None, option="--input").examples
+    except ValueError as err:
+        if isinstance(err, DataError):
+            raise
+        raise ConfigError(f"--ranking_columns: {err}") from None
+    from hire.evaluation import eval_loader  # the heavy imports, once every option is checked
+    from hire.metrics import ranking_metrics
+    from hire.tasktypes.ranking import RANKING, write_ranking
+
+    model, tokenizer, acc = _load(args.model, args.mixed_precision)
+    encoded = RANKING.encode(None, examples, tokenizer, args.max_length, labelled=False)  # type: ignore[arg-type]
+    preds = RANKING.predict(model, acc.prepare(eval_loader(encoded, args.batch_size, RANKING.collator(
+        tokenizer.pad_token_id))), encoded, acc)
+    scores = [float(s) for s in preds.logits]
+    whole = all(ex.label is not None and ex.label == int(ex.label) for ex in examples)
+    scored = whole and any((ex.label or 0) >= 1 for ex in examples)
+    write_ranking(output, run_file, None, examples, scores, preds.layer_weights)
+    questions = len({ex.qid for ex in examples})
+    print(f"{questions} questions ({len(examples)} candidates) in {preds.seconds:.2f} s: "
+          f"{preds.examples_per_second:.1f} candidates/s ({acc.mixed_precision} precision, batch {args.batch_size}); "
+          f"ranking in {output} and {run_file}")
+    if scored:
+        print(json.dumps(ranking_metrics(examples, scores), indent=2))
     return 0
 
 
@@ -408,7 +465,7 @@ class _PredictingOptions(ModelOptions):
 
 @dataclass(kw_only=True)
 class EvaluateOptions(_PredictingOptions):
-    task: str = option("GLUE task name, or conll2003 for a tagger")
+    task: str = option("GLUE task name, conll2003 for a tagger, or wikiqa for a ranker")
     split: Literal["dev", "test", "all"] = option("which splits", "dev")
     data_dir: str | None = option("the task's folder (default: $HIRE_GLUE_DIR or ../shared/data/glue; CoNLL-2003: "
                                   "$HIRE_CONLL2003_DIR or ../shared/data/conll2003)", None)
@@ -421,16 +478,22 @@ class EvaluateOptions(_PredictingOptions):
 @dataclass(kw_only=True)
 class PredictOptions(_PredictingOptions):
     input: str = option("file to predict: for a sentence model a table (.csv, .tsv, .jsonl with a header); for a "
-                        "tagger raw text (a sentence per line), a CoNLL column file or token JSON lines (--format)")
-    format: Literal["table", "text", "conll", "tokens"] | None = option(
-        "the input's layout (default: table for a sentence model; for a tagger text for .txt, tokens for .jsonl, "
-        "else conll, the word in column 0)", None)
+                        "tagger raw text (a sentence per line), a CoNLL column file or token JSON lines (--format); "
+                        "for a ranker candidates to rank (.tsv, .csv, .jsonl rows of qid, question, pid, passage "
+                        "and an optional label)")
+    format: Literal["table", "text", "conll", "tokens", "ranking"] | None = option(
+        "the input's layout (default: table for a sentence model, ranking for a ranker; for a tagger text for "
+        ".txt, tokens for .jsonl, else conll, the word in column 0)", None)
+    ranking_columns: dict[str, Any] = option("a ranker's input: the column of each field (qid, question, pid, "
+                                             "passage, label) where it is not the field's name, e.g. "
+                                             "qid=QuestionID,passage=Sentence", {})
     text_columns: str | None = option("one or two text columns, comma-separated (default: those the model was "
                                       "trained on, where its run folder says, else sentence)", None)
     label_column: str = option("label column, if the file has one (kept as gold; its labels must be the model's)",
                                "label")
-    output: str | None = option("predictions file (default: INPUT.predictions.jsonl); never the input, a file of "
-                                "the model or of a run", None)
+    output: str | None = option("predictions file (default: INPUT.predictions.jsonl; a ranker also writes the TREC "
+                                "run file beside it, with the suffix .run); never the input, a file of the model "
+                                "or of a run", None)
 
 
 @dataclass(kw_only=True)

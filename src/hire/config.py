@@ -71,10 +71,12 @@ def _f(default: Any, help: str) -> Any:
 @dataclass
 class DataConfig:
     task: str = _f("RTE", "GLUE task (CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI), conll2003 (a tag "
-                   "per word: NER, chunks or parts of speech), or 'custom' for your own files (--data.train_file ...)")
+                   "per word: NER, chunks or parts of speech), wikiqa (answer ranking), or 'custom' for your own "
+                   "files (--data.train_file ...)")
     data_dir: str | None = _f(None, "the task's folder, as the official download: GLUE's (one sub-folder per "
-                              "task; default: $HIRE_GLUE_DIR, else ../shared/data/glue beside the repository) or "
-                              "CoNLL-2003's (default: $HIRE_CONLL2003_DIR, else ../shared/data/conll2003)")
+                              "task; default: $HIRE_GLUE_DIR, else ../shared/data/glue beside the repository), "
+                              "CoNLL-2003's (default: $HIRE_CONLL2003_DIR, else ../shared/data/conll2003) or "
+                              "WikiQA's (default: $HIRE_WIKIQA_DIR, else ../shared/data/wikiqa)")
     train_file: str | None = _f(None, "custom task: training file (.csv, .tsv or .jsonl with a header)")
     dev_file: str | None = _f(None, "custom task: labelled evaluation file")
     test_file: str | None = _f(None, "custom task: file to predict (labels optional)")
@@ -85,9 +87,10 @@ class DataConfig:
     max_train_examples: AtLeast1 | None = _f(None, "use only the first N training examples (quick runs)")
     max_eval_examples: AtLeast1 | None = _f(None, "use only the first N examples of each evaluation split")
     # Token tasks (a tag per word): conll2003, or custom files in --data.format conll or tokens.
-    format: Literal["table", "conll", "tokens"] = _f(
+    format: Literal["table", "conll", "tokens", "ranking"] = _f(
         "table", "custom task: the files' layout: table (.csv/.tsv/.jsonl rows, a label per row), conll (a word per "
-        "line in columns, a blank line after each sentence) or tokens (JSON lines with 'tokens' and 'tags')")
+        "line in columns, a blank line after each sentence), tokens (JSON lines with 'tokens' and 'tags') or "
+        "ranking (.tsv/.csv/.jsonl rows of qid, question, pid, passage, label: candidates to rank per question)")
     token_column: NonNegativeInt = _f(0, "conll files: the word's column (0-based)")
     tag_column: NonNegativeInt | Literal["ner", "chunk", "pos"] | None = _f(
         None, "token tasks: the tag column: ner, chunk or pos for conll2003 (default ner); a conll file's 0-based "
@@ -104,6 +107,18 @@ class DataConfig:
         "(predictions only for the sentence itself)")
     unknown_tags: Literal["error", "o"] = _f(
         "error", "token tasks: a dev/test tag that training never saw is an error, or (o) read as O")
+    # Ranking tasks: wikiqa, or custom files in --data.format ranking.
+    keep: Literal["has-positive", "has-both", "all"] = _f(
+        "has-positive", "ranking tasks: the evaluation questions that count: those with a relevant candidate "
+        "(WikiQA's usual evaluation), those with a relevant and an irrelevant one, or all (training reads every "
+        "question)")
+    ranking_columns: dict[str, Any] = _f(
+        {}, "ranking files: the column of each field (qid, question, pid, passage, label) where it is not the "
+        "field's name, e.g. qid=QuestionID,passage=Sentence; or 0-based indices for files without a header")
+
+    def is_ranking(self) -> bool:
+        """Whether the options name a ranking task (wikiqa, or custom files in --data.format ranking)."""
+        return self.task.lower() == "wikiqa" or (self.task.lower() == "custom" and self.format == "ranking")
 
     def validate(self) -> None:
         """The task and the files it names; a GLUE task takes none of the custom task's options."""
@@ -117,20 +132,25 @@ class DataConfig:
                 if getattr(self, name) != getattr(defaults, name):
                     raise ConfigError(f"--data.{name}: only for {where}")
 
-        token_task = self.task.lower() == "conll2003" or (self.task.lower() == "custom" and self.format != "table")
+        ranking = self.is_ranking()
+        if not ranking:
+            only_for(_RANKING_OPTIONS, "ranking tasks (--data.task wikiqa, or custom files in --data.format ranking)")
+        token_task = self.task.lower() == "conll2003" or (self.task.lower() == "custom" and self.format not in
+                                                          ("table", "ranking"))
         if not token_task:
             only_for(_TOKEN_OPTIONS, "token tasks (--data.task conll2003, or custom files in --data.format conll "
                      "or tokens)")
-        if self.task.lower() == "custom" and token_task:
+        if self.task.lower() == "custom" and (token_task or ranking):
             only_for(("text_columns", "label_column", "regression"), "--data.format table (a label per row)")
         if self.task.lower() != "custom" and self.format != "table":
             raise ConfigError(f"--data.format: only for --data.task custom ({self.task} has its own files)")
         if self.task.lower() != "custom":
-            if not token_task:
+            if not token_task and not ranking:
                 try:
                     get_task(self.task)
                 except DataError as err:
-                    raise ConfigError(f"--data.task: {err}, conll2003, or 'custom' for your own files") from None
+                    raise ConfigError(f"--data.task: {err}, conll2003, wikiqa, or 'custom' for your own files") \
+                        from None
             elif isinstance(self.tag_column, int):
                 raise ConfigError(f"--data.tag_column: conll2003's tag columns are ner, chunk and pos, not "
                                   f"{self.tag_column}")
@@ -149,7 +169,9 @@ class DataConfig:
         for name in ("train_file", "dev_file", "test_file"):
             if getattr(self, name) is not None:
                 check_input_file(getattr(self, name), f"--data.{name}")
-        if not token_task:
+        if ranking:
+            check_ranking_columns(self.ranking_columns)
+        elif not token_task:
             check_text_columns(self.text_columns, self.label_column, "--data.text_columns", "--data.label_column")
         elif isinstance(self.tag_column, str):
             raise ConfigError(f"--data.tag_column {self.tag_column}: names are for conll2003; give a custom conll "
@@ -162,6 +184,38 @@ class DataConfig:
 
 
 _TOKEN_OPTIONS = ("token_column", "tag_column", "separator", "scheme", "subword", "context", "unknown_tags")
+_RANKING_OPTIONS = ("keep", "ranking_columns")
+_RANKING_TRAIN_OPTIONS = ("rank_loss", "rank_margin")
+
+
+def check_ranking_columns(columns: Any) -> None:
+    """``--data.ranking_columns``: known fields, all names (non-empty strings) or all 0-based indices, no column
+    read twice (:func:`hire.data.ranking.read_ranking_file`'s own check, as a ConfigError naming the option)."""
+    from hire.data.ranking import FIELDS
+
+    if not isinstance(columns, dict):
+        raise ConfigError(f"--data.ranking_columns: a mapping of fields to columns, not {columns!r}")
+    unknown = sorted(set(columns) - set(FIELDS))
+    if unknown:
+        raise ConfigError(f"--data.ranking_columns: unknown field(s) {unknown}; the fields are {list(FIELDS)}")
+    kinds = {isinstance(v, int) and not isinstance(v, bool) for v in columns.values()}
+    if kinds == {True}:
+        missing = [name for name in FIELDS[:4] if name not in columns]
+        if missing:
+            raise ConfigError(f"--data.ranking_columns: columns given as indices (a file without a header) must "
+                              f"give {missing} too")
+        if any(v < 0 for v in columns.values()):
+            raise ConfigError(f"--data.ranking_columns: column indices are 0-based and >= 0, not {columns}")
+    elif kinds == {False}:
+        bad = {k: v for k, v in columns.items() if not isinstance(v, str) or not v.strip()}
+        if bad:
+            raise ConfigError(f"--data.ranking_columns: column names must be non-empty strings, not {bad}")
+    elif columns:
+        raise ConfigError(f"--data.ranking_columns: all names (a file with a header) or all indices (one without), "
+                          f"not {columns}")
+    resolved = {**{name: name for name in FIELDS}, **columns} if kinds != {True} else dict(columns)
+    if len(set(resolved.values())) < len(resolved):
+        raise ConfigError(f"--data.ranking_columns: two fields read the same column: {resolved}")
 _WARNED: set[tuple[str, str]] = set()  # (train file, dev file) pairs already warned about
 
 
@@ -253,6 +307,10 @@ class TrainConfig:
         "auto", "auto: bf16 where the hardware has fast bf16 (this CPU, recent GPUs), else fp32")
     group_by_length: bool = _f(True, "batch examples of similar length together (less padding)")
     max_steps: AtLeast1 | None = _f(None, "stop after N optimizer steps (overrides epochs)")
+    rank_loss: Literal["pointwise", "pairwise"] = _f(
+        "pointwise", "ranking tasks: pointwise (binary cross-entropy of each pair's score) or pairwise (the rank "
+        "hinge loss over every relevant/irrelevant pair of a question; batches hold whole questions)")
+    rank_margin: Positive = _f(1.0, "ranking tasks, pairwise: the hinge's margin, max(0, margin - s_pos + s_neg)")
 
 
 @dataclass
@@ -312,6 +370,11 @@ class RunConfig:
             if problem is not None:
                 raise ConfigError(f"--{name}: {problem}")
         self.data.validate()
+        if not self.data.is_ranking():
+            for name in _RANKING_TRAIN_OPTIONS:
+                if getattr(self.train, name) != getattr(TrainConfig(), name):
+                    raise ConfigError(f"--train.{name}: only for ranking tasks (--data.task wikiqa, or custom files "
+                                      "in --data.format ranking)")
         check_output_folder(self.output_dir, "--output_dir")
         out = Path(real_path(self.output_dir))
         for option, value in (("--model.init_from", self.model.init_from), ("--model.encoder", self.model.encoder)):

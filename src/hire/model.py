@@ -41,7 +41,8 @@ from hire.heads import build_head, check_head_options
 from hire.sharing import ModelCard, export_code, write_model_card
 
 CONFIG_NAME = "config.json"
-TASK_TYPES = ("sequence", "token")  # HireModel, HireForTokenClassification
+TASK_TYPES = ("sequence", "token", "ranking")  # HireModel, HireForTokenClassification, HireModel (one score)
+RANK_LOSSES = ("pointwise", "pairwise")  # a ranker's loss (HireConfig.task_options["rank_loss"])
 SUBWORDS = ("first", "last", "mean")  # where a token model reads a word
 
 
@@ -53,8 +54,10 @@ class HireConfig(PretrainedConfig):
     dict), the head and its options, the class names in logit order (``label_names``, as spelled in the data;
     None for regression), the text columns the model was trained on and whether the encoder is frozen
     (``freeze_encoder``: the feature-based use of BERT's paper; the head learns from fixed hidden states),
-    and what is predicted (``task_type``: ``"sequence"``, one label or score per sentence or pair, or ``"token"``,
-    one tag per word, read at a word's ``subword``: its ``first`` or ``last`` sub-token, or their ``mean``).
+    and what is predicted (``task_type``: ``"sequence"``, one label or score per sentence or pair, ``"token"``,
+    one tag per word, read at a word's ``subword``: its ``first`` or ``last`` sub-token, or their ``mean``, or
+    ``"ranking"``, one relevance score per (question, passage) pair read together: a cross-encoder, one output,
+    whose loss ``task_options`` name: ``rank_loss`` ``"pointwise"`` or ``"pairwise"``, and ``rank_margin``).
     """
 
     model_type = "hire"
@@ -69,7 +72,8 @@ class HireConfig(PretrainedConfig):
         if subword not in SUBWORDS:
             raise ValueError(f"subword must be one of {', '.join(SUBWORDS)}, not {subword!r}")
         self.task_type, self.subword = task_type, subword
-        self.task_options = dict(task_options or {})  # how a tagger's data was read (tag column, scheme, context)
+        # How a tagger's data was read (tag column, scheme, context); a ranker's loss (rank_loss, rank_margin).
+        self.task_options = dict(task_options or {})
         self.encoder = encoder  # the hub name or path the encoder came from (for the record)
         self.head = head
         self.head_options = dict(head_options or {})
@@ -92,6 +96,12 @@ class HireConfig(PretrainedConfig):
             if self.problem_type is None or new_label_set:
                 self.problem_type = "regression" if self.num_labels == 1 else "single_label_classification"
         check_num_labels(self.num_labels)  # e.g. a config.json whose id2label is empty
+        if task_type == "ranking":
+            if self.num_labels != 1:
+                raise ValueError(f"a ranking model has one output (a relevance score), not num_labels="
+                                 f"{self.num_labels}")
+            check_rank_loss(self.task_options.get("rank_loss", "pointwise"),
+                            self.task_options.get("rank_margin", 1.0))
 
     @property
     def regression(self) -> bool:
@@ -105,6 +115,34 @@ class HireConfig(PretrainedConfig):
         self.id2label = dict(enumerate(names))
         self.label2id = {name: i for i, name in self.id2label.items()}
         self.problem_type = "regression" if num_labels == 1 else "single_label_classification"
+
+
+def check_rank_loss(rank_loss: Any, margin: Any) -> None:
+    """A ranker's loss: ``rank_loss`` one of :data:`RANK_LOSSES`, ``margin`` a finite number > 0."""
+    if rank_loss not in RANK_LOSSES:
+        raise ValueError(f"rank_loss must be one of {', '.join(RANK_LOSSES)}, not {rank_loss!r}")
+    if isinstance(margin, bool) or not isinstance(margin, numbers.Real) or not 0 < float(margin) < float("inf"):
+        raise ValueError(f"rank_margin must be a finite number > 0, not {margin!r}")
+
+
+def pointwise_loss(scores: Tensor, labels: Tensor) -> Tensor:
+    """Binary cross-entropy of each pair's score (a logit) against relevant (label > 0) or not, mean over pairs."""
+    return F.binary_cross_entropy_with_logits(scores, (labels > 0).to(scores.dtype))
+
+
+def pairwise_hinge_loss(scores: Tensor, labels: Tensor, groups: Tensor, margin: float = 1.0) -> Tensor:
+    """The rank hinge loss ``max(0, margin - s_i + s_j)`` over every pair (i, j) of one question (the same
+    ``groups`` value) where ``labels[i] > labels[j]`` (a positive and a negative, or a higher grade and a lower),
+    mean over those pairs. A batch without such a pair gives 0, still connected to ``scores`` (its gradient is 0).
+
+    ``scores``, ``labels`` and ``groups`` have one value per candidate, shape (B,)."""
+    same = groups.unsqueeze(1) == groups.unsqueeze(0)  # (B, B)
+    ordered = same & (labels.unsqueeze(1) > labels.unsqueeze(0))  # (i, j): i should rank above j
+    hinge = torch.clamp(margin - scores.unsqueeze(1) + scores.unsqueeze(0), min=0)
+    pairs = ordered.sum()
+    if int(pairs) == 0:
+        return scores.sum() * 0.0
+    return (hinge * ordered).sum() / pairs
 
 
 def check_num_labels(num_labels: Any) -> int:
@@ -210,13 +248,25 @@ class HireModel(PreTrainedModel):
         return self.encoder.model.get_input_embeddings()
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, token_type_ids: Tensor | None = None,
-                labels: Tensor | None = None) -> ModelOutput:  # type: ignore[override]
+                labels: Tensor | None = None, groups: Tensor | None = None) -> ModelOutput:  # type: ignore[override]
         """eq. 8-11 on a right-padded batch: ``input_ids`` (B, n) token ids, ``attention_mask`` (B, n) of 0 and 1
         (default: all tokens real), ``token_type_ids`` (B, n), ``labels`` (B,): class indices (-100: ignored,
         as in ``transformers``), or real targets for regression. Anything else is a ValueError naming the
-        argument (:func:`check_batch`)."""
+        argument (:func:`check_batch`).
+
+        A ranker (``task_type="ranking"``) scores each (question, passage) pair; ``labels`` are relevance grades
+        (>= 0) and the loss is the configuration's ``rank_loss``: ``pointwise`` (:func:`pointwise_loss`) or
+        ``pairwise`` (:func:`pairwise_hinge_loss` over the pairs of each question, which ``groups`` (B,) names:
+        the same integer for the candidates of one question)."""
         attention_mask = check_batch(input_ids, attention_mask, token_type_ids, labels, self.config.num_labels,
                                      self.get_input_embeddings().num_embeddings)
+        ranker = self.config.task_type == "ranking"
+        if groups is not None and (not isinstance(groups, Tensor) or tuple(groups.shape) != tuple(input_ids.shape[:1])
+                                   or groups.is_floating_point() or groups.dtype == torch.bool):
+            raise ValueError(f"groups must be an integer tensor of shape ({input_ids.shape[0]},), one question "
+                             f"index per example, not {_describe(groups)}")
+        if ranker and labels is not None and bool((labels < 0).any()):
+            raise ValueError(f"labels of a ranker are relevance grades >= 0; got {labels.tolist()[:10]}")
         with torch.no_grad() if self.config.freeze_encoder else contextlib.nullcontext():
             enc = self.encoder(input_ids, attention_mask, token_type_ids)
         head = self.head(enc.hidden_states, enc.mask)
@@ -225,9 +275,19 @@ class HireModel(PreTrainedModel):
         if self.config.regression:
             q = q.squeeze(-1)  # (B,): q itself is the prediction
         loss = None
-        if labels is not None:  # eq. 10 (cross-entropy of eq. 9's softmax) or eq. 11 (squared error)
+        if labels is not None and ranker:
+            loss = self._ranking_loss(q, labels.to(q.dtype), groups)
+        elif labels is not None:  # eq. 10 (cross-entropy of eq. 9's softmax) or eq. 11 (squared error)
             loss = F.mse_loss(q, labels.to(q.dtype)) if self.config.regression else F.cross_entropy(q, labels.long())
         return ModelOutput(loss=loss, logits=q, layer_weights=head.layer_weights)
+
+    def _ranking_loss(self, scores: Tensor, labels: Tensor, groups: Tensor | None) -> Tensor:
+        options = self.config.task_options
+        if options.get("rank_loss", "pointwise") == "pointwise":
+            return pointwise_loss(scores, labels)
+        if groups is None:
+            raise ValueError("a pairwise ranker's loss needs groups: the question index of each example")
+        return pairwise_hinge_loss(scores, labels, groups, float(options.get("rank_margin", 1.0)))
 
     def save_pretrained(self, save_directory: str | Path, tokenizer: PreTrainedTokenizerBase | None = None, *,
                         with_code: bool = False, card: ModelCard | None = None, **kwargs: Any) -> None:

@@ -71,7 +71,7 @@ _FIELDS: dict[str, tuple[Any, str]] = {
     "num_labels": (lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
     "classifier_dropout": (lambda v: isinstance(v, int | float) and not isinstance(v, bool), "a number"),
     "freeze_encoder": (lambda v: isinstance(v, bool), "true or false"),
-    "task_type": (lambda v: v in ("sequence", "token"), '"sequence" or "token"'),
+    "task_type": (lambda v: v in ("sequence", "token", "ranking"), '"sequence", "token" or "ranking"'),
     "subword": (lambda v: v in ("first", "last", "mean"), '"first", "last" or "mean"'),
     "task_options": (lambda v: v is None or isinstance(v, dict), "a JSON object"),
 }

@@ -68,8 +68,12 @@ def write_model_card(directory: str | Path, config: Any, card: ModelCard, with_c
     encoder_type = config.encoder_config.get("model_type", "?")
     layers, width = config.encoder_config.get("num_hidden_layers", "?"), config.encoder_config.get("hidden_size", "?")
     options = ", ".join(f"{k}={json.dumps(v)}" for k, v in config.head_options.items()) or "defaults"
+    ranker = getattr(config, "task_type", "sequence") == "ranking"
     labels = "one real value (regression)" if config.regression else ", ".join(
         str(config.id2label[i]) for i in range(config.num_labels))
+    if ranker:
+        labels = (f"one relevance score per (question, passage) pair, read together (a cross-encoder); loss "
+                  f"{config.task_options.get('rank_loss', 'pointwise')}")
     tags = ", ".join(dict.fromkeys(["hire", config.head]))
     tagger = getattr(config, "task_type", "sequence") == "token"
     pipeline_tag = "token-classification" if tagger else "text-classification"
@@ -80,7 +84,8 @@ def write_model_card(directory: str | Path, config: Any, card: ModelCard, with_c
              "its ablations and baselines).", "",
              *markdown_table(["", ""], [
                  ["encoder", f"`{config.encoder}` ({encoder_type}, {layers} layers, hidden size {width})"],
-                 ["head", f"`{config.head}` ({options})"], ["tags" if tagger else "labels", labels],
+                 ["head", f"`{config.head}` ({options})"],
+                 ["tags" if tagger else "scores" if ranker else "labels", labels],
                  *([["text columns", ", ".join(config.text_columns)]] if config.text_columns else [])])]
     if card.metrics:
         lines += ["", "## Dev metrics", "", *markdown_table(["split", "metric", "value"], [
@@ -92,6 +97,9 @@ def write_model_card(directory: str | Path, config: Any, card: ModelCard, with_c
         lines += ["", "## Training recipe", "", "```json", json.dumps(card.recipe, indent=2), "```"]
     use = ('tag = pipeline("token-classification", model="path/to/model", aggregation_strategy="simple")' if tagger
            else 'classify = pipeline("text-classification", model="path/to/model")')
+    if ranker:  # the raw score ranks; a higher score is more relevant
+        use = ('score = pipeline("text-classification", model="path/to/model", function_to_apply="none")\n'
+               'score({"text": "a question", "text_pair": "a candidate passage"})')
     auto = "AutoModelForTokenClassification" if tagger else "AutoModelForSequenceClassification"
     lines += ["", "## Use", "", "```python", "import hire  # registers the model type 'hire' with transformers",
               "from transformers import pipeline", "", use, "```"]

@@ -28,7 +28,7 @@ from transformers import get_linear_schedule_with_warmup
 
 from hire.checks import writing
 from hire.config import ConfigError, RunConfig, check_max_length
-from hire.data.batching import BOOKKEEPING_KEYS, LengthGroupedBatches
+from hire.data.batching import BOOKKEEPING_KEYS
 from hire.data.glue import task_text_columns
 from hire.evaluation import eval_loader, predict_task
 from hire.hardware import machine
@@ -65,22 +65,26 @@ def _tokenizer(name: str, option: str, words: bool = False) -> Any:
 def build_for_task(cfg: RunConfig, task: TaskData) -> tuple[HireModel, Any]:
     m = cfg.model
     columns, words = None, task.type.model_type == "token"
-    if not words:
+    if task.type.model_type == "sequence":
         columns = list(cfg.data.text_columns) if cfg.data.task == "custom" else list(task_text_columns(cfg.data.task))
+    loss = task.type.loss_options(cfg.train)  # what the loss reads from the training options (a ranker's)
     if m.init_from:  # e.g. MNLI before RTE: a new output layer when the label set differs
         model = HireModel.from_pretrained(m.init_from, num_labels=task.num_labels, label_names=task.label_names)
         if model.config.task_type != task.type.model_type:
             raise ConfigError(f"--model.init_from {m.init_from}: a {model.config.task_type} model, but task "
                               f"{task.name} is a {task.type.model_type} task")
         model.config.text_columns = columns
+        model.config.task_options = {**model.config.task_options, **loss}
         model.freeze_encoder(m.freeze_encoder)
         return model, _tokenizer(m.init_from, "--model.init_from", words)
     options = dict(m.head_options)
     if "seed" in head_options(m.head) and "seed" not in options:
         options["seed"] = cfg.train.seed  # Table 5's random scores: a new draw for every run seed
+    extra = task.type.model_options(task)
+    if loss:
+        extra["task_options"] = {**extra.get("task_options", {}), **loss}
     model = build_model(m.encoder, m.head, task.num_labels, options, task.label_names, m.classifier_dropout,
-                        freeze_encoder=m.freeze_encoder, task_type=task.type.model_type,
-                        **task.type.model_options(task))
+                        freeze_encoder=m.freeze_encoder, task_type=task.type.model_type, **extra)
     model.config.text_columns = columns
     tokenizer = _tokenizer(m.encoder, "--model.encoder", words)
     if words:
@@ -159,6 +163,9 @@ class Trainer:
         self.train_split = kind.encode(self.task, self.task.train, self.tokenizer, d.max_length)
         self.dev_splits = {s: kind.encode(self.task, ex, self.tokenizer, d.max_length)
                            for s, ex in self.task.dev.items()}
+        # The training batches: length-grouped, or the type's own (a pairwise ranker's whole questions), made
+        # before the run folder changes, as they may find the data unfit (no question to pair).
+        self.sampler = kind.train_batches(self.task, self.train_split, t)
         # batch_size is the global batch, split over the processes: the same run on 1 or N processes.
         ddp = DistributedDataParallelKwargs(find_unused_parameters=not self.model.head.reads_last_layer)
         # Launched as several processes (torchrun, accelerate launch) on a machine without a GPU: Accelerate
@@ -174,10 +181,11 @@ class Trainer:
         if t.batch_size % n:
             raise ConfigError(f"--train.batch_size: {t.batch_size} examples cannot be split evenly over "
                               f"{n} processes; use a multiple of {n}")
+        if n > 1 and getattr(self.sampler, "whole_groups", False):
+            raise ConfigError(f"--train.rank_loss pairwise: batches of whole questions cannot be split over {n} "
+                              "processes (the pairs across the split would be lost); train on one process")
         self.lock: RunLock | None = None
         self.state = self._prepare_folder()
-        self.sampler = LengthGroupedBatches(self.train_split.lengths, t.batch_size, shuffle=True, seed=t.seed,
-                                            group_by_length=t.group_by_length)
         # The loader's own generator keeps its start-up draw off the global random state (exact resume).
         loader = DataLoader(self.train_split, batch_sampler=self.sampler, generator=torch.Generator(),
                             collate_fn=kind.collator(self.tokenizer.pad_token_id))

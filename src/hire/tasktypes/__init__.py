@@ -14,10 +14,16 @@ from hire.tasktypes.base import (
 from hire.tasktypes.sequence import SEQUENCE, SequenceTasks
 from hire.tasktypes.tokens import TOKEN, TokenTasks
 
+# isort: split
+# Registered after the token type, so asked before it: the token type claims every custom format but table.
+from hire.tasktypes.ranking import RANKING, RankingTasks
+
 __all__ = [
+    "RANKING",
     "SEQUENCE",
     "TOKEN",
     "Predictions",
+    "RankingTasks",
     "SequenceTasks",
     "TaskData",
     "TaskType",

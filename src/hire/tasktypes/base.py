@@ -7,7 +7,10 @@ type five things and nothing else:
 - **reader**: :meth:`TaskType.load` reads every split (and so reports every bad row) before training starts;
 - **tokenization and collation**: :meth:`TaskType.encode` and :meth:`TaskType.collator`;
 - **output layer and loss**: :attr:`TaskType.model_type`, the ``task_type`` of :class:`hire.model.HireConfig`
-  (a sentence classifier or regressor, or a tagger);
+  (a sentence classifier or regressor, a tagger, or a ranker), with what the loss reads from the training options
+  (:meth:`TaskType.loss_options`);
+- **training batches**: :meth:`TaskType.train_batches` (length-grouped by default; a pairwise ranker's keep each
+  question's candidates together);
 - **metrics**: :meth:`TaskType.score`;
 - **prediction writer**: :meth:`TaskType.predict` (outputs in example order) and
   :meth:`TaskType.write_predictions`.
@@ -29,7 +32,7 @@ if TYPE_CHECKING:
     from torch.utils.data import DataLoader, Dataset
     from transformers import PreTrainedTokenizerBase
 
-    from hire.config import DataConfig
+    from hire.config import DataConfig, TrainConfig
 
 
 @dataclass
@@ -87,6 +90,20 @@ class TaskType(ABC):
     def model_options(self, task: TaskData) -> dict[str, Any]:
         """What :func:`hire.model.build_model` needs beside the head and labels (a tagger's ``subword``)."""
         return {}
+
+    def loss_options(self, train: TrainConfig) -> dict[str, Any]:
+        """The training options the model's loss reads, recorded in its ``HireConfig.task_options`` (a ranker's
+        ``rank_loss`` and ``rank_margin``); none by default."""
+        return {}
+
+    def train_batches(self, task: TaskData, split: Dataset, train: TrainConfig) -> Any:
+        """The batch sampler of the training split: lists of item indices, in an order that is a function of
+        (``train.seed``, epoch) (``set_epoch``), the same number of batches every epoch (``len``), so that a
+        resumed run sees the same batches. By default :class:`hire.data.batching.LengthGroupedBatches`."""
+        from hire.data.batching import LengthGroupedBatches
+
+        return LengthGroupedBatches(split.lengths, train.batch_size, shuffle=True,  # type: ignore[attr-defined]
+                                    seed=train.seed, group_by_length=train.group_by_length)
 
     @abstractmethod
     def encode(self, task: TaskData, examples: Sequence[Any], tokenizer: PreTrainedTokenizerBase, max_length: int,

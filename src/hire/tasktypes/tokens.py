@@ -39,7 +39,7 @@ class TokenTasks(TaskType):
     model_type = "token"
 
     def handles(self, cfg: DataConfig) -> bool:
-        return cfg.task.lower() == "conll2003" or (cfg.task.lower() == "custom" and cfg.format != "table")
+        return cfg.task.lower() == "conll2003" or (cfg.task.lower() == "custom" and cfg.format in ("conll", "tokens"))
 
     def named_task(self, name: str) -> tuple[str, tuple[str, ...]] | None:
         """``conll2003`` (entity F1; also the name its runs record, ``CoNLL-2003``, and ``CoNLL-2003-chunk`` /

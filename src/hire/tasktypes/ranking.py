@@ -1,0 +1,383 @@
+"""Ranking tasks: candidate passages ranked for each question by a cross-encoder (question and passage read
+together, ``[CLS] question [SEP] passage [SEP]``, one relevance score per pair): WikiQA by name
+(``--data.task wikiqa``) or a user's files (``--data.task custom --data.format ranking``: rows of ``qid, question,
+pid, passage, label`` in TSV, CSV or JSON lines, the columns renamed by ``--data.ranking_columns``).
+
+Read by :mod:`hire.data.ranking`; a passage longer than ``--data.max_length`` leaves (with its question) is cut
+short, and a warning says how many were. Predicted by :class:`hire.model.HireModel` with ``task_type="ranking"``
+(one output; its loss, pointwise or the pairwise rank hinge, is the training's ``--train.rank_loss``). Every
+evaluation ranks each question's candidates (:func:`hire.data.trec.rank_candidates`: score descending, ties by
+pid descending, trec_eval's order) and is scored by :func:`hire.metrics.ranking_metrics` (MAP, the ``score``;
+MRR; P@1; nDCG@10 for graded labels); its predictions are written as a TREC run file and qrels beside the JSON
+lines. WikiQA's test split, and a custom test file with labels, are scored once at the end (``held_out``).
+
+Which questions count: ``--data.keep`` (default ``has-positive``) filters the evaluation splits; training reads
+every question (the pairwise loss uses those with at least one pair of different labels).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from accelerate import Accelerator
+from torch import Tensor
+from torch.utils.data import DataLoader, Dataset, Sampler
+
+from hire.checks import check_input_file, replacing, writing
+from hire.config import ConfigError, DataConfig, TrainConfig
+from hire.data.batching import Collator
+from hire.data.examples import DataError
+from hire.data.ranking import (
+    RankingExample,
+    RankingFile,
+    group_questions,
+    keep_questions,
+    read_ranking_file,
+    read_wikiqa,
+)
+from hire.data.trec import rank_candidates, write_qrels, write_run
+from hire.metrics import ranking_metrics
+from hire.tasktypes.base import Predictions, TaskData, TaskType, register_task_type
+from hire.tasktypes.sequence import predict as predict_scores
+
+RANKING_METRICS = ("map", "mrr", "p@1")  # MAP picks the best model; nDCG@10 is added for graded labels
+
+
+class RankingTasks(TaskType):
+    name = "ranking"
+    model_type = "ranking"
+
+    def handles(self, cfg: DataConfig) -> bool:
+        return cfg.is_ranking()
+
+    def named_task(self, name: str) -> tuple[str, tuple[str, ...]] | None:
+        return ("wikiqa", RANKING_METRICS) if name.lower() == "wikiqa" else None
+
+    def task_names(self) -> tuple[str, ...]:
+        return ("wikiqa",)
+
+    # -- reader --------------------------------------------------------------------------------------
+    def load(self, cfg: DataConfig, with_train: bool = True) -> TaskData:
+        """Every split the options name, read and checked: the training split keeps every question; dev and test
+        keep those of ``--data.keep``, and their labels must be whole numbers (TREC grades). ``max_*_examples``
+        count questions (a question is never cut)."""
+        for option, n in (("--data.max_train_examples", cfg.max_train_examples),
+                          ("--data.max_eval_examples", cfg.max_eval_examples)):
+            if n is not None and n < 1:
+                raise DataError(f"{option}: must be >= 1, not {n}")
+        if cfg.task.lower() == "wikiqa":
+            train_file = read_wikiqa(cfg.data_dir, "train", keep="all") if with_train else None
+            dev_file = read_wikiqa(cfg.data_dir, "dev", keep=cfg.keep)
+            test_file = read_wikiqa(cfg.data_dir, "test", keep=cfg.keep)
+            test_labelled = True
+            name = "WikiQA"
+        else:
+            columns = dict(cfg.ranking_columns) or None
+
+            def read(path: str | None, option: str, keep: str) -> RankingFile | None:
+                if path is None:
+                    return None
+                check_input_file(path, option)
+                try:
+                    return read_ranking_file(path, columns=columns, keep=keep, option=option)
+                except ValueError as err:
+                    if isinstance(err, DataError):
+                        raise
+                    raise ConfigError(f"--data.ranking_columns: {err}") from None
+
+            train_file = read(cfg.train_file, "--data.train_file", "all") if with_train else None
+            dev_file = read(cfg.dev_file, "--data.dev_file", cfg.keep)
+            test_file, test_labelled = None, False
+            if cfg.test_file is not None:  # unlabelled: predicted only; labelled: also filtered and scored
+                test_file = read(cfg.test_file, "--data.test_file", "all")
+                test_labelled = test_file is not None and test_file.examples[0].label is not None
+                if test_labelled:
+                    kept, dropped = keep_questions(test_file.examples, cfg.keep)
+                    test_file = RankingFile(test_file.path, kept, dropped)  # type: ignore[union-attr]
+            name = Path(cfg.train_file or cfg.dev_file or "custom").stem
+        train = _first_questions(train_file.examples, cfg.max_train_examples) if train_file else []
+        if train_file is not None:
+            _check_training(train_file, train)
+        dev = _evaluation_split(dev_file, cfg.max_eval_examples, "--data.dev_file", cfg.keep)
+        held, test = [], []
+        if test_file is not None:
+            if test_labelled:
+                held = _evaluation_split(test_file, cfg.max_eval_examples, "--data.test_file", cfg.keep)
+            else:
+                test = _first_questions(test_file.examples, cfg.max_eval_examples)
+        graded = any(ex.label not in (0, 1) for split in (dev, held) for ex in split)
+        metrics = (*RANKING_METRICS, "ndcg@10") if graded else RANKING_METRICS
+        return TaskData(name, None, metrics, train, {"dev": dev} if dev else {}, {"test": test} if test else {},
+                        held_out={"test": held} if held else {}, options={"keep": cfg.keep, "graded": graded})
+
+    def model_options(self, task: TaskData) -> dict[str, Any]:
+        """Which evaluation questions counted (``keep``), for the record."""
+        return {"task_options": {"keep": task.options.get("keep", "has-positive")}}
+
+    def loss_options(self, train: TrainConfig) -> dict[str, Any]:
+        return {"rank_loss": train.rank_loss, "rank_margin": float(train.rank_margin)}
+
+    def train_batches(self, task: TaskData, split: Dataset, train: TrainConfig) -> Any:
+        """Pairwise: :class:`QuestionBatches` of the questions that hold a pair of different labels (the others
+        add nothing to the hinge loss); pointwise: length-grouped batches of single candidates."""
+        if train.rank_loss != "pairwise":
+            return super().train_batches(task, split, train)
+        assert isinstance(split, RankingSplit) and split.labels is not None
+        questions = [members for members in split.questions()
+                     if len({split.labels[i] for i in members}) > 1]
+        if not questions:
+            raise DataError("--train.rank_loss pairwise: no training question has candidates of different labels "
+                            "(a relevant and an irrelevant one), so there is no pair to rank; use pointwise")
+        return QuestionBatches(questions, train.batch_size, seed=train.seed)
+
+    # -- tokenization and collation ------------------------------------------------------------------
+    def encode(self, task: TaskData, examples: Sequence[RankingExample], tokenizer: Any, max_length: int,
+               labelled: bool = True) -> RankingSplit:
+        return encode_pairs(examples, tokenizer, max_length, labelled)
+
+    def collator(self, pad_token_id: int) -> RankingCollator:
+        return RankingCollator(pad_token_id)
+
+    # -- predictions, metrics, files -----------------------------------------------------------------
+    def predict(self, model: Any, loader: DataLoader, split: Any, accelerator: Accelerator,
+                desc: str = "predict") -> Predictions:
+        """Each candidate's score (N,), in example order."""
+        return predict_scores(model, loader, accelerator, desc)
+
+    def score(self, task: TaskData, preds: Predictions, examples: Sequence[RankingExample],
+              split: Any) -> dict[str, float]:
+        """MAP (``score``), MRR, P@1 (and nDCG@10 for graded labels) over the questions with a relevant
+        candidate, through ir-measures (trec_eval's definitions)."""
+        return ranking_metrics(examples, [float(s) for s in preds.logits], graded=task.options.get("graded"))
+
+    def write_predictions(self, path: Path, task: TaskData, examples: Sequence[RankingExample],
+                          preds: Predictions) -> None:
+        """``path`` (JSON lines: each candidate in rank order), the TREC run file beside it (``.run``) and, for
+        labelled examples, the qrels (``.qrels``)."""
+        labelled = bool(examples) and all(ex.label is not None for ex in examples)
+        write_ranking(path, path.with_suffix(".run"), path.with_suffix(".qrels") if labelled else None, examples,
+                      [float(s) for s in preds.logits], preds.layer_weights)
+
+
+def _first_questions(examples: list[RankingExample], n: int | None) -> list[RankingExample]:
+    """The candidates of the first ``n`` questions (all when ``n`` is None)."""
+    if n is None:
+        return examples
+    kept = set(list(group_questions(examples))[:n])
+    return [ex for ex in examples if ex.qid in kept]
+
+
+def _check_training(file: RankingFile, train: list[RankingExample]) -> None:
+    """Training needs labels, and a relevant and an irrelevant candidate somewhere (else nothing is learnt)."""
+    if any(ex.label is None for ex in train):
+        raise DataError(f"{file.path}: the training file has no label column")
+    if not any(ex.label > 0 for ex in train):  # type: ignore[operator]
+        raise DataError(f"{file.path}: no candidate is relevant (label > 0); a ranker learns from relevant and "
+                        "irrelevant ones")
+    if not any(ex.label == 0 for ex in train):
+        raise DataError(f"{file.path}: every candidate is relevant (label > 0); a ranker learns from relevant and "
+                        "irrelevant ones")
+
+
+def _evaluation_split(file: RankingFile | None, n: int | None, option: str, keep: str) -> list[RankingExample]:
+    """A labelled evaluation split: whole-number grades (TREC qrels hold integers), at least one question with a
+    relevant candidate after ``keep``."""
+    if file is None:
+        return []
+    for ex in file.examples:
+        if ex.label is None:
+            raise DataError(f"{file.path}: {option} has no label column; a labelled file picks and scores the "
+                            "model")
+        if ex.label != int(ex.label):
+            raise DataError(f"{file.path}, line {ex.line}: the label {ex.label:g} is not a whole number; evaluation "
+                            "labels are relevance grades 0, 1, 2, ... (as in TREC qrels)")
+    examples = _first_questions(file.examples, n)
+    if not any(ex.label and ex.label >= 1 for ex in examples):
+        dropped = ", ".join(f"{count} with {reason}" for reason, count in file.dropped.items() if count)
+        raise DataError(f"{file.path}: no question with a relevant candidate (label >= 1) to score with "
+                        f"--data.keep {keep}" + (f" (dropped: {dropped})" if dropped else ""))
+    return examples
+
+
+# -- tokenization ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RankingSplit(Dataset):
+    """Tokenized (question, passage) pairs: one dict of token lists per candidate, its label (relevance grade)
+    and its question's index (``groups``: questions numbered in order of first appearance)."""
+
+    features: list[dict[str, list[int]]]
+    labels: list[float] | None
+    groups: list[int]
+    truncated: int = 0  # passages cut short to fit max_length
+
+    def __len__(self) -> int:
+        return len(self.features)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        item: dict[str, Any] = {"index": i, **self.features[i], "groups": self.groups[i]}
+        if self.labels is not None:
+            item["labels"] = self.labels[i]
+        return item
+
+    @property
+    def lengths(self) -> list[int]:
+        return [len(f["input_ids"]) for f in self.features]
+
+    def questions(self) -> list[list[int]]:
+        """Each question's item indices, questions in order of first appearance."""
+        members: dict[int, list[int]] = {}
+        for i, group in enumerate(self.groups):
+            members.setdefault(group, []).append(i)
+        return list(members.values())
+
+
+def encode_pairs(examples: Sequence[RankingExample], tokenizer: Any, max_length: int,
+                 labelled: bool = True) -> RankingSplit:
+    """Tokenize each candidate as ``[CLS] question [SEP] passage [SEP]`` (the tokenizer's own pair layout) in at
+    most ``max_length`` tokens. The passage is cut short first; a question too long to leave one passage token is
+    cut to leave one. A warning says how many passages (and questions) were cut."""
+    if not examples:
+        raise ValueError("no candidates to encode (an empty split)")
+    room = max_length - tokenizer.num_special_tokens_to_add(pair=True)
+    if room < 2:
+        raise ValueError(f"max_length must leave room for a token of the question and one of the passage beside "
+                         f"the special tokens, not {max_length!r}")
+    questions = sorted({ex.question for ex in examples})
+    # Lengths alone, capped a token beyond anything that fits (a 10,000-word passage is not tokenized whole).
+    question_ids = dict(zip(questions, tokenizer(questions, add_special_tokens=False, truncation=True,
+                                                 max_length=room + 1)["input_ids"], strict=True))
+    cut_questions = {q: _cut_to(tokenizer, q, room - 1) for q, ids in question_ids.items() if len(ids) > room - 1}
+    passage_ids = tokenizer([ex.passage for ex in examples], add_special_tokens=False, truncation=True,
+                            max_length=room + 1)["input_ids"]
+    firsts = [cut_questions.get(ex.question, ex.question) for ex in examples]
+    enc = tokenizer(firsts, [ex.passage for ex in examples], truncation="only_second", max_length=max_length)
+    keys = [k for k in ("input_ids", "token_type_ids") if k in enc]
+    features = [{k: enc[k][i] for k in keys} for i in range(len(examples))]
+    truncated = 0
+    for i, ex in enumerate(examples):
+        kept = min(len(question_ids[ex.question]), room - 1)
+        truncated += kept + len(passage_ids[i]) > room
+    if truncated or cut_questions:
+        cut = sum(ex.question in cut_questions for ex in examples)
+        questions_note = (f"; {len(cut_questions)} question(s) ({cut} candidates) were longer than that alone and "
+                          "were cut to leave one passage token") if cut_questions else ""
+        warnings.warn(f"{truncated} of {len(examples)} passages were cut short to fit --data.max_length "
+                      f"{max_length} tokens together with their question{questions_note}", RuntimeWarning,
+                      stacklevel=2)
+    group_of = {qid: i for i, qid in enumerate(group_questions(examples))}
+    labels = [float(ex.label) for ex in examples] if labelled else None  # type: ignore[arg-type]
+    if labels is not None and any(label is None or not math.isfinite(label) for label in labels):
+        raise ValueError("a labelled split needs a finite label on every candidate")
+    return RankingSplit(features, labels, [group_of[ex.qid] for ex in examples], truncated)
+
+
+def _cut_to(tokenizer: Any, text: str, tokens: int) -> str:
+    """``text`` cut after its first ``tokens`` tokens (at a token boundary, from the tokenizer's offsets)."""
+    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, truncation=True,
+                    max_length=tokens)
+    end = enc["offset_mapping"][-1][1] if enc["offset_mapping"] else 0
+    return text[:end]
+
+
+class RankingCollator(Collator):
+    """Pads candidates into a batch (:class:`hire.data.batching.Collator`), with ``groups``: each candidate's
+    question index, which the pairwise loss pairs candidates by."""
+
+    def __call__(self, items: list[dict[str, Any]]) -> dict[str, Tensor]:
+        batch = super().__call__(items)
+        batch["groups"] = torch.tensor([it["groups"] for it in items])
+        if "labels" in batch:
+            batch["labels"] = batch["labels"].float()
+        return batch
+
+
+class QuestionBatches(Sampler[list[int]]):
+    """Batches of whole questions, at most ``batch_size`` candidates each (a question with more is a batch of its
+    own), every question once per epoch, in an order fixed by (seed, epoch) so that a resumed run sees the same.
+
+    Each epoch packs the questions by first-fit decreasing (the largest question first, into the first batch with
+    room), taking questions of the same size in a shuffled order, then shuffles the batches. The sizes alone fix
+    how the batches fill, so every epoch has the same number of batches (``len``), with other questions in them.
+    (Hand-written: PyTorch's samplers batch single items, and no library packs groups into a fixed batch count.)
+    """
+
+    whole_groups = True  # a batch split over processes would cut questions (see hire.training)
+
+    def __init__(self, questions: Sequence[Sequence[int]], batch_size: int, seed: int = 0):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an integer >= 1, not {batch_size!r}")
+        if not questions or any(not members for members in questions):
+            raise ValueError("every question needs at least one candidate, and there must be one question")
+        self.questions = [list(members) for members in questions]
+        self.batch_size, self.seed, self.epoch = batch_size, seed, 0
+        self._count = len(self._pack(list(range(len(self.questions)))))
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _pack(self, order: list[int]) -> list[list[int]]:
+        """First-fit decreasing of the questions, ties (same size) in ``order``; lists of question indices."""
+        rank = {q: i for i, q in enumerate(order)}
+        sizes = [len(members) for members in self.questions]
+        bins: list[list[int]] = []
+        room: list[int] = []
+        for q in sorted(range(len(sizes)), key=lambda q: (-sizes[q], rank[q])):
+            for b, left in enumerate(room):
+                if left >= sizes[q]:
+                    bins[b].append(q)
+                    room[b] -= sizes[q]
+                    break
+            else:
+                bins.append([q])
+                room.append(self.batch_size - sizes[q])
+        return bins
+
+    def __iter__(self) -> Iterator[list[int]]:
+        g = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
+        bins = self._pack(torch.randperm(len(self.questions), generator=g).tolist())
+        for b in torch.randperm(len(bins), generator=g).tolist():
+            yield [i for q in bins[b] for i in self.questions[q]]
+
+
+# -- writing -----------------------------------------------------------------------------------------------
+
+
+def write_ranking(path: Path, run_path: Path, qrels_path: Path | None, examples: Sequence[RankingExample],
+                  scores: Sequence[float], layer_weights: Any = None, tag: str = "hire") -> None:
+    """Each question's candidates ranked: ``path`` JSON lines (``qid``, ``pid``, ``rank``, ``score``, the label
+    and the input line where known, the layer weights where the head has them), in rank order; ``run_path`` the
+    TREC run file (``qid Q0 pid rank score tag``); ``qrels_path`` the labels as TREC qrels (when given)."""
+    ranked = rank_candidates(examples, scores)  # checks the scores and ids before anything is written
+    where = {(ex.qid, ex.pid): i for i, ex in enumerate(examples)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with writing(path), replacing(path) as tmp, tmp.open("w") as f:
+        for qid, pid, rank, score in ranked:
+            i = where[qid, pid]
+            row: dict[str, Any] = {"qid": qid, "pid": pid, "rank": rank, "score": score}
+            if examples[i].label is not None:
+                row["label"] = examples[i].label
+            if examples[i].line:
+                row["line"] = examples[i].line
+            if layer_weights is not None:
+                row["layer_weights"] = [round(float(w), 6) for w in layer_weights[i]]
+            f.write(json.dumps(row) + "\n")
+    with writing(run_path):
+        write_run(run_path, examples, scores, tag=tag)
+    if qrels_path is not None:
+        with writing(qrels_path):
+            write_qrels(qrels_path, examples)
+
+
+RANKING = register_task_type(RankingTasks())
