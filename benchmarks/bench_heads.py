@@ -33,7 +33,7 @@ from torch.utils.flop_counter import FlopCounterMode
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_common import machine_info, make_batches, reset_accelerate
 from naive_hire import make_naive
-from report import write_report
+from speed_report import write_report
 
 from hire import build_model, head_names, load_tokenizer
 from hire.recurrent import BiGRU

@@ -24,12 +24,12 @@ from submitit.helpers import DelayedSubmission
 from tiny import save_tiny_encoder
 
 from hire.cli import main
-from hire.experiments import cluster, runner
+from hire.experiments import cluster, loop
 from hire.experiments.cluster import CellJob, CellSpec, ClusterOptions, submit_experiment
 from hire.experiments.experiment import load_experiment
 from hire.experiments.jobs import job_file, job_states
+from hire.experiments.loop import run_experiment
 from hire.experiments.records import records_dir, write_if_changed
-from hire.experiments.runner import run_experiment
 
 ROWS = [("the cat sat on the mat", "yes"), ("a dog ran in the park", "no"), ("birds fly over the sea", "yes"),
         ("fish swim in a deep lake", "no")] * 4
@@ -272,7 +272,7 @@ def test_slurm_submission_queue_states_and_resubmission(world: Path, tmp_path: P
     assert "0 to submit" in said and (fake / "next").read_text().strip() == "4243"
     assert f"{last}: waiting in the scheduler's queue as slurm job 4242_0 (PENDING); left alone" in said
     assert f"{hire}: slurm job 4242_1 (RUNNING) is training it right now; left alone" in said
-    monkeypatch.setattr(runner, "train_command", lambda cell, run: [sys.executable, "-c", "raise SystemExit(3)"])
+    monkeypatch.setattr(loop, "train_command", lambda cell, run: [sys.executable, "-c", "raise SystemExit(3)"])
     plain: list[str] = []
     assert run_experiment(load_experiment(path), tmp_path / "runs-s", tmp_path / "exps-s" / "sl", say=plain.append) == 0
     assert "sl: 2 cells selected: 0 done, 0 to run" in plain[0]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 _BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.insert(0, str(_BENCH))  # as when the script runs: it imports report.py beside it
+sys.path.insert(0, str(_BENCH))  # as when the script runs: it imports speed_report.py beside it
 _PATH = _BENCH / "compare_runs.py"
 _spec = importlib.util.spec_from_file_location("compare_runs", _PATH)
 compare_runs = importlib.util.module_from_spec(_spec)

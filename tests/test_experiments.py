@@ -19,12 +19,12 @@ from tiny import save_tiny_encoder
 
 from hire.cli import main
 from hire.data import default_glue_dir, read_glue_split
-from hire.experiments import runner
+from hire.experiments import loop
 from hire.experiments.experiment import Experiment, load_experiment
 from hire.experiments.figures import examples_counts
+from hire.experiments.loop import run_experiment
+from hire.experiments.publish import write_report
 from hire.experiments.records import collect, load_records, run_dir
-from hire.experiments.report import write_report
-from hire.experiments.runner import run_experiment
 from hire.experiments.spec import Cell
 from hire.experiments.stats import bootstrap_mean_interval, glue_average, paired, summarize, wilcoxon_p
 from hire.experiments.status import (
@@ -172,7 +172,7 @@ def test_jobs_overlap_and_report_each_failure(tmp_path: Path, monkeypatch: pytes
     script = ("import sys, time, pathlib; p = pathlib.Path(sys.argv[1]); p.parent.mkdir(parents=True, exist_ok=True); "
               "p.write_text(f'{time.time()} '); time.sleep(1.5); p.write_text(p.read_text() + f'{time.time()}'); "
               "print('hire train: error: boom'); sys.exit(3)")
-    monkeypatch.setattr(runner, "train_command",
+    monkeypatch.setattr(loop, "train_command",
                         lambda cell, run: [sys.executable, "-c", script, str(run.parent / f"{cell.id}.times")])
     said: list[str] = []
     assert run_experiment(exp, tmp_path / "runs", tmp_path / "out", jobs=2, say=said.append) == 1
@@ -285,7 +285,7 @@ def test_a_failing_cell_is_reported_and_the_runner_goes_on(tmp_path: Path, monke
                                                            stop: bool) -> None:
     (tmp_path / "fake.yaml").write_text(FAKE)
     exp = load_experiment(tmp_path / "fake.yaml")
-    monkeypatch.setattr(runner, "train_command", lambda cell, run: fake_train(2))
+    monkeypatch.setattr(loop, "train_command", lambda cell, run: fake_train(2))
     said: list[str] = []
     assert run_experiment(exp, tmp_path / "runs", tmp_path / "out", stop_on_error=stop, say=said.append) == 1
     failures = [line for line in said if "failed (exit 2): hire train: error: boom" in line]
@@ -330,7 +330,7 @@ def test_time_budget_and_estimates(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert device_of({"cpu": "EPYC", "gpu": "H100"}) == ("H100", True, None) and device_of({}) is None
     for path in records.glob("m*.json"):
         path.unlink()
-    monkeypatch.setattr(runner, "train_command", lambda cell, run: fake_train(0))
+    monkeypatch.setattr(loop, "train_command", lambda cell, run: fake_train(0))
     said: list[str] = []
     assert run_experiment(exp, tmp_path / "runs", tmp_path / "out", time_budget=4, default_minutes=5,
                           say=said.append) == 0
@@ -391,7 +391,7 @@ def test_runners_with_other_runs_dirs_never_train_one_cell_twice(tmp_path: Path,
     out = tmp_path / "fake"  # <experiments_dir>/<name>, as `hire experiment status` finds it
     records, started = out / "records", tmp_path / "started.txt"
     script = "import sys; open(sys.argv[1], 'a').write(sys.argv[2] + chr(10)); sys.exit(2)"
-    monkeypatch.setattr(runner, "train_command",
+    monkeypatch.setattr(loop, "train_command",
                         lambda cell, run: [sys.executable, "-c", script, str(started), cell.id])
     other = CellClaim(records, "RTE__hire__seed1")  # another runner is training the hire cell
     assert other.acquire()
@@ -497,7 +497,7 @@ def test_only_a_folder_with_the_run_marker_is_a_run(tmp_path: Path, monkeypatch:
     assert collect(exp, runs, out)["unfinished"] == [last.id, hire.id]
     assert not (out / "records").exists()
     before = sorted(p.name for p in users.iterdir())
-    monkeypatch.setattr(runner, "train_command", lambda cell, run: fake_train(2))
+    monkeypatch.setattr(loop, "train_command", lambda cell, run: fake_train(2))
     said: list[str] = []
     assert run_experiment(exp, runs, out, say=said.append) == 1
     assert sorted(p.name for p in users.iterdir()) == before  # no experiment.json in the user's folder

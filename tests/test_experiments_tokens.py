@@ -11,9 +11,9 @@ from test_token_tasks import WORDS, sentences, write_conll
 from tiny import save_tiny_encoder
 
 from hire.experiments.experiment import load_experiment
+from hire.experiments.loop import run_experiment
+from hire.experiments.publish import write_report
 from hire.experiments.records import load_records
-from hire.experiments.report import write_report
-from hire.experiments.runner import run_experiment
 from hire.tasktypes import named_task
 
 GRID = """\

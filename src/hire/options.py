@@ -7,7 +7,7 @@
 jsonargparse merges the YAML file under the command line, converts every value to its field's type
 (``3e-5``, ``true``, ``null``, ``auto``) and refuses unknown options. What it does not do is here, and
 small: the command line overrides the file wherever ``--config`` stands (jsonargparse goes by position);
-``none`` reads as null (``hire.experiments.runner.cli_value`` writes it); a list may be one comma-separated
+``none`` reads as null (``hire.experiments.loop.cli_value`` writes it); a list may be one comma-separated
 word (``--data.text_columns sentence1,sentence2``) and a mapping ``key=value`` pairs
 (``--model.head_options fusion_layers=1``) besides JSON or YAML; a yes/no option may stand alone
 (``--overwrite``, as ``--overwrite true``); a ``--config`` file is checked first, so that a missing file, bad
@@ -53,7 +53,7 @@ _yaml = get_loader("yaml")  # jsonargparse's YAML: 1e-4 is a number, as in YAML 
 
 
 def _load(text: str) -> Any:
-    """A command-line value or a ``--config`` file: YAML, and ``none`` for null (``runner.cli_value``)."""
+    """A command-line value or a ``--config`` file: YAML, and ``none`` for null (``loop.cli_value``)."""
     return None if text.strip() in ("none", "None") else _yaml(text)
 
 

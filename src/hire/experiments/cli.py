@@ -73,7 +73,7 @@ def _cluster_options(args: RunOptions) -> Any:
 
 
 def _cmd_run(args: RunOptions) -> int:
-    from hire.experiments.runner import run_experiment
+    from hire.experiments.loop import run_experiment
     from hire.experiments.status import parse_only
 
     cluster = _cluster_options(args)
@@ -135,7 +135,7 @@ def _cmd_adopt(args: AdoptOptions) -> int:
 
 
 def _cmd_report(args: ReportOptions) -> int:
-    from hire.experiments.report import write_report
+    from hire.experiments.publish import write_report
 
     exp, _, exp_dir = _load(args)
     result = write_report(exp, exp_dir)

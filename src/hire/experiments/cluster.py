@@ -1,10 +1,10 @@
 """``hire experiment run --executor slurm|local``: each cell of a grid as one job of a scheduler, through submitit.
 
-The submitting command decides which cells to hand over (as the plain loop, :mod:`hire.experiments.runner`,
+The submitting command decides which cells to hand over (as the plain loop, :mod:`hire.experiments.loop`,
 decides which to train: done and recorded cells are skipped, a done cell's record brought up to date), submits
 one job per cell (with SLURM, one job array: ``--slurm_array_parallelism`` bounds how many run at once) and
 returns; ``--wait`` waits for the jobs and reports each. A job (:class:`CellJob`) runs the very command the plain
-loop runs for its cell (:func:`hire.experiments.runner.train_command`), its output going to the same log
+loop runs for its cell (:func:`hire.experiments.loop.train_command`), its output going to the same log
 (``<runs_dir>/<name>/logs/<cell-id>.log``), then writes the cell's record, as the plain loop does.
 
 Preemption and time limits: SLURM signals a job before it stops it; submitit then calls :meth:`CellJob.checkpoint`,
@@ -42,8 +42,7 @@ from submitit.helpers import Checkpointable, DelayedSubmission
 from hire.config import ConfigError
 from hire.experiments.experiment import Experiment
 from hire.experiments.jobs import EXECUTORS, job_file, job_states, read_job_file, write_job_file
-from hire.experiments.records import collect_cell, records_dir
-from hire.experiments.runner import (
+from hire.experiments.loop import (
     Progress,
     _last_error,
     _record_score,
@@ -53,6 +52,7 @@ from hire.experiments.runner import (
     runner_lock,
     train_command,
 )
+from hire.experiments.records import collect_cell, records_dir
 from hire.experiments.status import CellStatus, cell_status, cell_statuses, matches_only
 
 MAX_TIMEOUTS = 3  # how often a cell's job is requeued after reaching its time limit (preemptions do not count)

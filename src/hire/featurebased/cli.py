@@ -97,7 +97,7 @@ def _cmd_features(args: FeaturesCommand) -> int:
     check_encoders([args.encoder])  # imports torch
     import torch
 
-    from hire.featurebased.runner import FeatureRun, run_features, summary_table
+    from hire.featurebased.grid import FeatureRun, run_features, summary_table
     from hire.featurebased.tagger import TaggerSettings
 
     device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")

@@ -7,8 +7,8 @@ hidden layers?*).
   as an ordinary checkpoint folder (:func:`deepen_checkpoint`, ``hire deepen``), with no training.
 - :mod:`hire.layers.reconstruct`: each hidden state fed to the model's own output layer (its masked-LM head,
   or the tied input embeddings), and how many input tokens it gives back (``hire reconstruct``).
-- :mod:`hire.layers.report`: the reconstruction table (Markdown, CSV) and plot, from ``results.json``.
-- :mod:`hire.layers.runner`: ``hire reconstruct`` end to end; :mod:`hire.layers.cli`: both commands.
+- :mod:`hire.layers.tables`: the reconstruction table (Markdown, CSV) and plot, from ``results.json``.
+- :mod:`hire.layers.grid`: ``hire reconstruct`` end to end; :mod:`hire.layers.cli`: both commands.
 
 Nothing heavy is imported here: the ``hire`` command registers these commands without loading torch.
 """

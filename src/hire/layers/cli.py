@@ -21,7 +21,7 @@ from hire.options import Command, option, typed_command
 from hire.probing.cli import EncoderOptions, check_encoders, check_results_dir, encoders_and_labels
 
 if TYPE_CHECKING:
-    from hire.layers.runner import ReconstructOptions
+    from hire.layers.grid import ReconstructOptions
 
 DEEPEN_EPILOG = f"""\
 supported families: {FAMILY_NAMES}; by model type:
@@ -60,7 +60,7 @@ def reconstruct_options(args: ReconstructCommand) -> ReconstructOptions:
     from hire.checks import check_input_file, check_text_columns
     from hire.data.examples import DataError
     from hire.data.glue import get_task
-    from hire.layers.runner import ReconstructOptions
+    from hire.layers.grid import ReconstructOptions
 
     encoders, labels = encoders_and_labels(args)
     columns = [c.strip() for c in args.text_columns.split(",") if c.strip()]
@@ -94,14 +94,14 @@ def _device(choice: str) -> str:
 
 
 def _cmd_reconstruct(args: ReconstructCommand) -> int:
-    from hire.layers.report import load_results, write_report
+    from hire.layers.tables import load_results, write_report
 
     if args.report_only:
         check_results_dir(args.output_dir)
         print(write_report(load_results(args.output_dir), args.output_dir))
         return 0
     opts = reconstruct_options(args)
-    from hire.layers.runner import run_reconstruction
+    from hire.layers.grid import run_reconstruction
 
     results = run_reconstruction(opts)
     print(write_report(results, opts.output_dir))

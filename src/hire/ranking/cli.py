@@ -173,7 +173,7 @@ def options_from_args(args: RankProbeCommand) -> RankProbeOptions:
 
 def _cmd_rank_probe(args: RankProbeCommand) -> int:
     from hire.ranking.frozen import run_rank_probe
-    from hire.ranking.report import write_report
+    from hire.ranking.tables import write_report
 
     results = run_rank_probe(options_from_args(args))
     write_report(results, args.output_dir)
@@ -193,7 +193,7 @@ class RankProbeReportCommand:
 
 def _cmd_report(args: RankProbeReportCommand) -> int:
     from hire.probing.cli import check_results_dir
-    from hire.ranking.report import load_results, write_report
+    from hire.ranking.tables import load_results, write_report
 
     check_results_dir(args.output_dir, "output_dir")
     write_report(load_results(args.output_dir), args.output_dir)

@@ -49,7 +49,7 @@ from hire.probing.pooling import POOLINGS
 from hire.probing.report import slug
 from hire.probing.sources import EncoderSource, fingerprint, resolve_source
 from hire.ranking.bm25 import BM25Settings, bm25_scores
-from hire.ranking.report import FORMAT, GROWS, RESULTS, read_results
+from hire.ranking.tables import FORMAT, GROWS, RESULTS, read_results
 
 SCORERS = ("cosine", "bilinear", "logistic", "mlp")
 LEARNED = SCORERS[1:]

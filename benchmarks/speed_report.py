@@ -1,6 +1,6 @@
 """The Markdown report of a speed-suite run, made from its ``results.json`` only.
 
-    python benchmarks/report.py benchmarks/results/cpu-2core/results.json   # re-make report.md
+    python benchmarks/speed_report.py benchmarks/results/cpu-2core/results.json   # re-make report.md
 """
 
 from __future__ import annotations

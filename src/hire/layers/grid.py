@@ -15,7 +15,7 @@ from hire.data.examples import Example
 from hire.layers.deepen import read_deepen_record
 from hire.layers.plan import describe_plan, repeats
 from hire.layers.reconstruct import load_for_reconstruction, reconstruction_counts
-from hire.layers.report import FORMAT, RESULTS, write_report
+from hire.layers.tables import FORMAT, RESULTS, write_report
 from hire.probing.sources import resolve_source
 
 
