@@ -12,7 +12,7 @@ import yaml
 from hire import hardware
 from hire.cli import main
 from hire.config import ConfigError, DataConfig, ModelArgs, RunConfig, TrainConfig, option_fields
-from hire.experiments.runner import cli_value
+from hire.experiments.loop import cli_value
 from hire.options import by_name, parse_options
 
 
@@ -26,7 +26,7 @@ def unusual() -> RunConfig:
                         separator="\t", scheme="bioes", subword="mean", context="document", unknown_tags="o",
                         keep="all", ranking_columns={"qid": "QuestionID", "label": "Label"}),
         model=ModelArgs(encoder="enc", head="scalar-mix", head_options={"fusion_layers": 1, "dropout": 0.25},
-                        init_from="runs/mnli/best", classifier_dropout=0.0, freeze_encoder=True),
+                        init_from="runs/mnli/best", classifier_dropout=0.0, freeze_encoder=True, ranker="bi"),
         train=TrainConfig(epochs=3, batch_size=8, lr=1e-4, head_lr=3e-3, weight_decay=0.0, adam_beta1=0.8,
                           adam_beta2=0.999, adam_eps=1e-8, warmup_ratio=0.1, max_grad_norm=0.5, eval_every=7,
                           patience=2, checkpoint_every=5, seed=3, mixed_precision="no", group_by_length=False,

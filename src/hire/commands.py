@@ -69,12 +69,18 @@ def _load_model(model_dir: str) -> Any:
     import torch
     from safetensors import SafetensorError
 
-    from hire.model import HireModel, load_config
+    from hire.encoder import Encoder
+    from hire.model import BiEncoder, HireModel, is_bi_encoder, load_config
 
     shapes = check_weights(model_dir)
+    bi = is_bi_encoder(model_dir)
     if shapes is not None:
         with torch.device("meta"):
-            empty = HireModel(load_config(Path(model_dir).expanduser()))
+            if bi:  # the encoder as transformers saves it: its parameters without hire's "encoder.model." prefix
+                config = json.loads((Path(model_dir).expanduser() / "config.json").read_text(encoding="utf-8"))
+                empty = Encoder.from_config(config).model
+            else:
+                empty = HireModel(load_config(Path(model_dir).expanduser()))
         missing = [name for name, _ in empty.named_parameters() if name not in shapes]
         if missing:
             more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
@@ -86,7 +92,7 @@ def _load_model(model_dir: str) -> Any:
                                   f"model of its config.json needs {list(parameter.shape)}; they are not this "
                                   "model's")
     try:
-        return HireModel.from_pretrained(model_dir)
+        return BiEncoder.from_pretrained(model_dir) if bi else HireModel.from_pretrained(model_dir)
     except SafetensorError as err:
         raise ConfigError(f"--model {model_dir}: the weights do not load ({' '.join(str(err).split())[:300]})") \
             from err
@@ -162,6 +168,8 @@ def _evaluate(args: EvaluateOptions, config: dict[str, Any], data: DataConfig, n
 
     with data_dir_option("--data_dir"):
         task = load_task(data, with_train=False)
+    if config.get("ranker") == "bi":
+        task.options["ranker"] = "bi"  # the ranking type encodes questions and passages apart
     if config.get("task_type") == "token":  # the model's tags, in its logit order; the data's must be among them
         from hire.data.conll import check_tags
 
@@ -298,10 +306,11 @@ def _predict_ranking(args: PredictOptions, config: dict[str, Any]) -> int:
         raise ConfigError(f"--ranking_columns: {err}") from None
     from hire.evaluation import eval_loader  # the heavy imports, once every option is checked
     from hire.metrics import ranking_metrics
-    from hire.tasktypes.ranking import RANKING, write_ranking
+    from hire.tasktypes.ranking import RANKING, encode_apart, encode_pairs, write_ranking
 
     model, tokenizer, acc = _load(args.model, args.mixed_precision)
-    encoded = RANKING.encode(None, examples, tokenizer, args.max_length, labelled=False)  # type: ignore[arg-type]
+    encode = encode_apart if config.get("ranker") == "bi" else encode_pairs  # a bi-encoder reads each text apart
+    encoded = encode(examples, tokenizer, args.max_length, labelled=False)
     preds = RANKING.predict(model, acc.prepare(eval_loader(encoded, args.batch_size, RANKING.collator(
         tokenizer.pad_token_id))), encoded, acc)
     scores = [float(s) for s in preds.logits]
@@ -333,7 +342,11 @@ def _text_words(path: str, tokenizer: Any) -> list[list[str]]:
 
 
 def _cmd_export(args: ExportOptions) -> int:
-    check_model_folder(args.model)  # a model without a tokenizer is refused: the copy would not run on text
+    config = check_model_folder(args.model)  # a model without a tokenizer is refused: the copy would not run on text
+    if config.get("ranker") == "bi":
+        raise ConfigError(f"--model {args.model}: a bi-encoder, whose folder is already a plain transformers encoder "
+                          "(AutoModel loads it without hire: mean-pool its last hidden state); there is no code to "
+                          "export, copy the folder")
     out = Path(args.output_dir).expanduser()
     check_output_folder(out, "--output_dir")
     if out.is_dir() and any(out.iterdir()):

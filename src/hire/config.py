@@ -229,6 +229,10 @@ class ModelArgs:
     classifier_dropout: Probability = _f(0.1, "dropout before each product of the output layer")
     freeze_encoder: bool = _f(False, "feature-based use: train only the head and output layer on the encoder's "
                               "fixed hidden states (no gradient into the encoder, no dropout in it)")
+    ranker: Literal["cross", "bi"] = _f(
+        "cross", "ranking tasks: cross (a cross-encoder: question and passage read together, any head) or bi (a "
+        "bi-encoder: one encoder reads each apart, mean-pooled last layer, cosine x 20; head last-layer or pool-mean, "
+        "the default last-layer; --train.rank_loss in-batch, the default, or pairwise)")
 
     def validate(self, given: Iterable[str] | None = None) -> None:
         """The encoder (or the model to start from) exists; the head takes the options given. With
@@ -307,9 +311,11 @@ class TrainConfig:
         "auto", "auto: bf16 where the hardware has fast bf16 (this CPU, recent GPUs), else fp32")
     group_by_length: bool = _f(True, "batch examples of similar length together (less padding)")
     max_steps: AtLeast1 | None = _f(None, "stop after N optimizer steps (overrides epochs)")
-    rank_loss: Literal["pointwise", "pairwise"] = _f(
-        "pointwise", "ranking tasks: pointwise (binary cross-entropy of each pair's score) or pairwise (the rank "
-        "hinge loss over every relevant/irrelevant pair of a question; batches hold whole questions)")
+    rank_loss: Literal["pointwise", "pairwise", "in-batch"] = _f(
+        "pointwise", "ranking tasks: pointwise (binary cross-entropy of each pair's score; cross-encoder only), "
+        "pairwise (the rank hinge loss over every relevant/irrelevant pair of a question; batches hold whole "
+        "questions) or in-batch (bi-encoder only, its default: each relevant passage against every other passage "
+        "of the batch, cross-entropy)")
     rank_margin: Positive = _f(1.0, "ranking tasks, pairwise: the hinge's margin, max(0, margin - s_pos + s_neg)")
 
 
@@ -375,6 +381,7 @@ class RunConfig:
                 if getattr(self.train, name) != getattr(TrainConfig(), name):
                     raise ConfigError(f"--train.{name}: only for ranking tasks (--data.task wikiqa, or custom files "
                                       "in --data.format ranking)")
+        self._resolve_ranker()
         check_output_folder(self.output_dir, "--output_dir")
         out = Path(real_path(self.output_dir))
         for option, value in (("--model.init_from", self.model.init_from), ("--model.encoder", self.model.encoder)):
@@ -384,6 +391,54 @@ class RunConfig:
                                   "run replaces; choose another --output_dir")
         given = None if self.given is None else [n.partition(".")[2] for n in self.given if n.startswith("model.")]
         self.model.validate(given)
+
+    def is_given(self, name: str) -> bool:
+        """Whether option ``name`` (dotted) was given: as recorded (:attr:`given`), or, for a configuration built in
+        Python, whether its value differs from the default."""
+        return name in self.given if self.given is not None else self.get(name) != RunConfig().get(name)
+
+    def _resolve_ranker(self) -> None:
+        """``--model.ranker`` and the options it decides. A cross-encoder takes any head and the pointwise or
+        pairwise loss, never ``in-batch``. A bi-encoder (ranking tasks only) trains its encoder (no frozen encoder,
+        no ``init_from``: a saved bi-encoder is an encoder folder, given as ``--model.encoder``), has no head or
+        output layer of its own (no head options, no classifier dropout), takes the heads of
+        :data:`hire.model.BI_HEADS` (the last layer, mean-pooled; ``last-layer`` where no head is given) and the
+        losses ``in-batch`` (where none is given) or ``pairwise``. The options left out take those values here, so
+        that ``config.yaml`` records what trains."""
+        from hire.model import BI_HEADS, BI_RANK_LOSSES
+
+        m, t = self.model, self.train
+        if m.ranker != "bi":
+            if t.rank_loss == "in-batch":
+                raise ConfigError("--train.rank_loss in-batch: for the bi-encoder only (--model.ranker bi); a "
+                                  "cross-encoder trains pointwise or pairwise")
+            return
+        if not self.data.is_ranking():
+            raise ConfigError("--model.ranker bi: only for ranking tasks (--data.task wikiqa, or custom files in "
+                              "--data.format ranking)")
+        if m.init_from is not None:
+            raise ConfigError(f"--model.init_from {m.init_from}: not for the bi-encoder (--model.ranker bi); a saved "
+                              "bi-encoder is an encoder folder: start from it with --model.encoder FOLDER")
+        if m.freeze_encoder:
+            raise ConfigError("--model.freeze_encoder: the bi-encoder trains its encoder (it has no head or output "
+                              "layer of its own to train)")
+        if m.head_options:
+            raise ConfigError(f"--model.head_options {m.head_options}: the bi-encoder's heads "
+                              f"({', '.join(BI_HEADS)}) take no options")
+        if m.classifier_dropout != ModelArgs().classifier_dropout:
+            raise ConfigError("--model.classifier_dropout: the bi-encoder has no output layer (its score is the "
+                              "cosine of two vectors)")
+        if not self.is_given("model.head"):
+            m.head = BI_HEADS[0]
+        elif m.head not in BI_HEADS:
+            raise ConfigError(f"--model.head {m.head}: the bi-encoder takes {' or '.join(BI_HEADS)} (the last "
+                              "layer mean-pooled over real tokens: questions and passages are encoded apart, one "
+                              "vector each); other heads are for the cross-encoder (--model.ranker cross)")
+        if not self.is_given("train.rank_loss"):
+            t.rank_loss = BI_RANK_LOSSES[0]
+        elif t.rank_loss not in BI_RANK_LOSSES:
+            raise ConfigError(f"--train.rank_loss {t.rank_loss}: the bi-encoder trains with "
+                              f"{' or '.join(BI_RANK_LOSSES)}")
 
     def get(self, name: str) -> Any:
         """An option's value by its dotted name (``train.lr``)."""

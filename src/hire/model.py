@@ -38,11 +38,16 @@ from transformers.modeling_outputs import SequenceClassifierOutput, TokenClassif
 
 from hire.encoder import Encoder, local_folder, resolve_encoder
 from hire.heads import build_head, check_head_options
-from hire.sharing import ModelCard, export_code, write_model_card
+from hire.heads.baselines import pool
+from hire.sharing import BI_ENCODER_FILE, ModelCard, export_code, write_bi_encoder_card, write_model_card
 
 CONFIG_NAME = "config.json"
 TASK_TYPES = ("sequence", "token", "ranking")  # HireModel, HireForTokenClassification, HireModel (one score)
-RANK_LOSSES = ("pointwise", "pairwise")  # a ranker's loss (HireConfig.task_options["rank_loss"])
+RANK_LOSSES = ("pointwise", "pairwise")  # a cross-encoder's loss (HireConfig.task_options["rank_loss"])
+RANKERS = ("cross", "bi")  # question and passage read together (HireModel), or apart (BiEncoder)
+BI_RANK_LOSSES = ("in-batch", "pairwise")  # a bi-encoder's loss (BiEncoderConfig.rank_loss)
+BI_HEADS = ("last-layer", "pool-mean")  # both are the last layer mean-pooled over real tokens in a bi-encoder
+BI_SCALE = 20.0  # a bi-encoder's score: cosine similarity times this (sentence-transformers' MNRL scale)
 SUBWORDS = ("first", "last", "mean")  # where a token model reads a word
 
 
@@ -654,6 +659,232 @@ def load_tokenizer(name_or_path: str | os.PathLike[str], words: bool = False) ->
         tokenizer = AutoTokenizer.from_pretrained(path, add_prefix_space=True)
     tokenizer.padding_side = "right"
     return tokenizer
+
+
+# -- the bi-encoder ----------------------------------------------------------------------------------------------
+
+
+def scaled_cosine(queries: Tensor, passages: Tensor, scale: float = BI_SCALE, matrix: bool = False) -> Tensor:
+    """``scale * cos(q, p)`` in float32: row by row for ``queries`` and ``passages`` (N, d) -> (N,), or every
+    query against every passage (``matrix``: (Q, d), (P, d) -> (Q, P)). Never autocast to a lower precision."""
+    with torch.autocast(device_type=queries.device.type, enabled=False):
+        q = F.normalize(queries.float(), dim=-1)
+        p = F.normalize(passages.float(), dim=-1)
+        return scale * (q @ p.T if matrix else (q * p).sum(-1))
+
+
+def in_batch_negatives_loss(similarity: Tensor, query_index: Tensor, passage_index: Tensor, labels: Tensor,
+                            groups: Tensor) -> Tensor:
+    """In-batch negatives: each relevant candidate (``labels > 0``) of a question is the target of a softmax over
+    every passage of the batch, cross-entropy, mean over the relevant candidates.
+
+    ``similarity`` (Q, P) holds every (distinct) question of the batch against every (distinct) passage; each of
+    the B candidates names its question row (``query_index``), its passage column (``passage_index``), its grade
+    (``labels``) and its question (``groups``: the same integer for one question's candidates). The other
+    relevant passages of the candidate's own question are left out of its softmax (they are not negatives); every
+    other passage of the batch, the question's own irrelevant candidates included, is one. A question without a
+    relevant candidate has no row (it is skipped), though its passages serve the others as negatives. A batch
+    without a relevant candidate gives 0, still connected to ``similarity`` (its gradient is 0)."""
+    positive = labels > 0
+    if not bool(positive.any()):
+        return similarity.sum() * 0.0
+    rows = torch.nonzero(positive).flatten()  # (R,): the candidates that are targets
+    target = passage_index[rows]
+    # (R, B): candidate b is another relevant candidate of row r's question; scattered to its passage column.
+    others = (groups[rows].unsqueeze(1) == groups.unsqueeze(0)) & positive.unsqueeze(0)
+    blocked = torch.zeros(len(rows), similarity.shape[1], device=similarity.device).scatter_reduce(
+        1, passage_index.unsqueeze(0).expand(len(rows), -1), others.float(), "amax").bool()
+    blocked[torch.arange(len(rows), device=similarity.device), target] = False
+    logits = similarity[query_index[rows]].float().masked_fill(blocked, float("-inf"))
+    return F.cross_entropy(logits, target)
+
+
+@dataclass
+class BiEncoderConfig:
+    """What a bi-encoder is, saved as ``bi_encoder.json`` beside its encoder: one encoder shared by questions and
+    passages, each text encoded apart, its vector the ``pooling`` (mean over real tokens) of the encoder's last
+    hidden state, a pair scored by ``similarity`` (cosine) times ``scale``. ``head`` is the head it was asked for
+    (:data:`BI_HEADS`), ``rank_loss`` (:data:`BI_RANK_LOSSES`) and ``rank_margin`` its training loss,
+    ``task_options`` how its evaluation data was read, ``encoder`` the encoder it was fine-tuned from."""
+
+    encoder: str = ""
+    head: str = "last-layer"
+    rank_loss: str = "in-batch"
+    rank_margin: float = 1.0
+    scale: float = BI_SCALE
+    task_options: dict[str, Any] | None = None
+    pooling: str = "mean"
+    layer: str = "last"
+    similarity: str = "cosine"
+    ranker: str = "bi"
+    task_type: str = "ranking"
+
+    def __post_init__(self) -> None:
+        problems = {"ranker": self.ranker == "bi", "task_type": self.task_type == "ranking",
+                    "pooling": self.pooling == "mean", "layer": self.layer == "last",
+                    "similarity": self.similarity == "cosine", "head": self.head in BI_HEADS,
+                    "rank_loss": self.rank_loss in BI_RANK_LOSSES}
+        wanted = {"ranker": '"bi"', "task_type": '"ranking"', "pooling": '"mean"', "layer": '"last"',
+                  "similarity": '"cosine"', "head": " or ".join(map(repr, BI_HEADS)),
+                  "rank_loss": " or ".join(map(repr, BI_RANK_LOSSES))}
+        for name, ok in problems.items():
+            if not ok:
+                raise ValueError(f"a bi-encoder's {name} must be {wanted[name]}, not {getattr(self, name)!r}")
+        for name in ("scale", "rank_margin"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < float(value) < float("inf"):
+                raise ValueError(f"a bi-encoder's {name} must be a finite number > 0, not {value!r}")
+        self.task_options = dict(self.task_options or {})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ranker": self.ranker, "task_type": self.task_type, "pooling": self.pooling, "layer": self.layer,
+                "similarity": self.similarity, "scale": float(self.scale), "head": self.head,
+                "encoder": self.encoder, "rank_loss": self.rank_loss, "rank_margin": float(self.rank_margin),
+                "task_options": dict(self.task_options or {})}
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> BiEncoderConfig:
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"a bi-encoder configuration has no field {', '.join(map(repr, unknown))}")
+        return cls(**dict(values))
+
+
+@dataclass
+class BiEncoderOutput(SequenceClassifierOutput):
+    """``loss``; ``logits``: each candidate's score (B,) where questions were given; ``embeddings``: each text's
+    vector (B, d) where only texts were given."""
+
+    embeddings: Tensor | None = None
+
+
+class BiEncoder(nn.Module):
+    """A bi-encoder ranker: ONE encoder encodes a question and each passage apart; each text's vector is the mean
+    of the encoder's last hidden state over its real tokens (:func:`hire.heads.baselines.pool`, the pooling of the
+    heads and probes), and a (question, passage) pair scores ``scale * cos(q, p)`` (:func:`scaled_cosine`).
+
+    Cosine rather than a dot product: the score is bounded (``[-scale, scale]``), so the hinge's margin and the
+    softmax's temperature mean the same throughout training and across encoders, and the loss cannot be lowered by
+    growing the vectors' norms; mean-pooled sentence encoders (all-MiniLM-L6-v2 among them) are trained for it.
+
+    Saved (:meth:`save_pretrained`), the folder is the encoder as ``transformers`` saves it (``AutoModel`` loads
+    it, no hire needed: mean-pool its ``last_hidden_state``), its tokenizer, and ``bi_encoder.json``
+    (:class:`BiEncoderConfig`). Weights are named ``encoder.model.*`` as in :class:`HireModel`."""
+
+    def __init__(self, config: BiEncoderConfig, encoder: Encoder):
+        super().__init__()
+        self.config = config
+        self.encoder = encoder
+        self.head = build_head(config.head, encoder.hidden_size, encoder.num_hidden_states)  # no weights
+
+    def get_input_embeddings(self) -> nn.Module:
+        return self.encoder.model.get_input_embeddings()
+
+    def embed(self, input_ids: Tensor, attention_mask: Tensor | None = None,
+              token_type_ids: Tensor | None = None) -> Tensor:
+        """Each text's vector (N, d), float32: the last hidden state mean-pooled over the real tokens (padding never
+        changes it). A right-padded batch of token ids, checked as :meth:`HireModel.forward` checks its own."""
+        mask = check_batch(input_ids, attention_mask, token_type_ids, None, 1,
+                           self.get_input_embeddings().num_embeddings)
+        kwargs = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+        last = self.encoder.model(input_ids=input_ids, attention_mask=mask, return_dict=True,
+                                  **kwargs).last_hidden_state
+        return pool(last.float(), mask, "mean")
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,  # type: ignore[override]
+                token_type_ids: Tensor | None = None, query_input_ids: Tensor | None = None,
+                query_attention_mask: Tensor | None = None, query_token_type_ids: Tensor | None = None,
+                query_index: Tensor | None = None, passage_index: Tensor | None = None,
+                labels: Tensor | None = None, groups: Tensor | None = None) -> BiEncoderOutput:
+        """Texts alone (``input_ids`` ...): their vectors (``embeddings``). With questions (``query_*``): the
+        ``input_ids`` are passages, and each candidate pairs question row ``query_index[b]`` with passage row
+        ``passage_index[b]`` (default: row b with row b); ``logits`` are the candidates' scores (B,). With
+        ``labels`` (grades >= 0) and ``groups`` (each candidate's question), ``loss`` is the configuration's
+        ``rank_loss``: ``in-batch`` (:func:`in_batch_negatives_loss`) or ``pairwise``
+        (:func:`pairwise_hinge_loss`)."""
+        passages = self.embed(input_ids, attention_mask, token_type_ids)
+        if query_input_ids is None:
+            if labels is not None:
+                raise ValueError("labels need questions (query_input_ids): a bi-encoder scores (question, passage) "
+                                 "pairs")
+            return BiEncoderOutput(embeddings=passages)
+        queries = self.embed(query_input_ids, query_attention_mask, query_token_type_ids)
+        Q, P = len(queries), len(passages)
+        default = torch.arange(P, device=passages.device)
+        if query_index is None and Q != P:
+            raise ValueError(f"query_index is needed where the questions ({Q}) and passages ({P}) are not one each")
+        query_index = default if query_index is None else query_index
+        passage_index = default if passage_index is None else passage_index
+        for name, index, rows in (("query_index", query_index, Q), ("passage_index", passage_index, P)):
+            if not isinstance(index, Tensor) or index.dim() != 1 or index.is_floating_point() or \
+                    index.dtype == torch.bool or len(index) != len(query_index) or \
+                    bool(((index < 0) | (index >= rows)).any()):
+                raise ValueError(f"{name} must be an integer tensor of row indices below {rows}, one per candidate "
+                                 f"(as many as query_index), not {_describe(index)}")
+        similarity = scaled_cosine(queries, passages, self.config.scale, matrix=True)  # (Q, P)
+        scores = similarity[query_index, passage_index]  # (B,)
+        loss = None
+        if labels is not None:
+            B = len(scores)
+            if not isinstance(labels, Tensor) or tuple(labels.shape) != (B,) or bool((labels < 0).any()):
+                raise ValueError(f"labels must be relevance grades >= 0, one per candidate ({B}), not "
+                                 f"{_describe(labels)}")
+            groups = query_index if groups is None else groups
+            if self.config.rank_loss == "in-batch":
+                loss = in_batch_negatives_loss(similarity, query_index, passage_index, labels.float(), groups)
+            else:
+                loss = pairwise_hinge_loss(scores, labels.float(), groups, float(self.config.rank_margin))
+        return BiEncoderOutput(loss=loss, logits=scores)
+
+    def save_pretrained(self, save_directory: str | Path, tokenizer: PreTrainedTokenizerBase | None = None, *,
+                        card: ModelCard | None = None, **kwargs: Any) -> None:
+        """The encoder as ``transformers`` saves it (``config.json``, ``model.safetensors``: ``AutoModel`` loads
+        it), the tokenizer (when given), ``bi_encoder.json`` and a model card (``README.md``)."""
+        directory = Path(save_directory)
+        self.encoder.model.save_pretrained(directory, **kwargs)
+        if not kwargs.get("is_main_process", True):
+            return
+        if tokenizer is not None:
+            tokenizer.save_pretrained(directory)
+        (directory / BI_ENCODER_FILE).write_text(json.dumps(self.config.to_dict(), indent=2) + "\n")
+        self.write_card(directory, card or ModelCard())
+
+    def write_card(self, directory: str | Path, card: ModelCard) -> Path:
+        """The model card (``README.md``): what the model is, how to get its vectors, what ``card`` holds."""
+        return write_bi_encoder_card(directory, self.config.to_dict(), self.encoder.config.to_dict(), card)
+
+    @classmethod
+    def from_pretrained(cls, directory: str | Path) -> BiEncoder:
+        """A saved bi-encoder (in eval mode): its encoder through ``AutoModel``, its ``bi_encoder.json``."""
+        folder = Path(directory).expanduser()
+        config = BiEncoderConfig.from_dict(json.loads((folder / BI_ENCODER_FILE).read_text()))
+        model = cls(config, Encoder.from_pretrained(folder))
+        _own_memory(model)
+        return model.eval()
+
+
+def build_bi_encoder(encoder: str | os.PathLike[str] | PretrainedConfig, head: str = "last-layer",
+                     rank_loss: str = "in-batch", rank_margin: float = 1.0,
+                     task_options: Mapping[str, Any] | None = None) -> BiEncoder:
+    """A bi-encoder over ``encoder`` (hub name, local path, or a ``transformers`` config for random weights); the
+    arguments are checked (:class:`BiEncoderConfig`) before the encoder loads."""
+    name = f"<random {encoder.model_type}>" if isinstance(encoder, PretrainedConfig) else os.fspath(encoder)
+    config = BiEncoderConfig(encoder=name, head=head, rank_loss=rank_loss, rank_margin=rank_margin,
+                             task_options=dict(task_options or {}))
+    enc = Encoder.from_config(encoder) if isinstance(encoder, PretrainedConfig) else Encoder.from_pretrained(encoder)
+    return BiEncoder(config, enc)
+
+
+def is_bi_encoder(directory: str | Path) -> bool:
+    """Whether a saved model folder holds a bi-encoder (its ``bi_encoder.json``)."""
+    return (Path(directory).expanduser() / BI_ENCODER_FILE).is_file()
+
+
+def load_ranker(directory: str | Path) -> HireModel | BiEncoder:
+    """Any saved hire model, in eval mode: a :class:`BiEncoder` where the folder holds one, else
+    :meth:`HireModel.from_pretrained`."""
+    return BiEncoder.from_pretrained(directory) if is_bi_encoder(directory) else HireModel.from_pretrained(directory)
 
 
 if __package__ == "hire":  # the installed library; a saved folder's copy is found through its auto_map instead

@@ -36,6 +36,7 @@ CODE_FILES = {
 }
 _FLAT_NAMES = {"hire." + path.removesuffix(".py").removesuffix("/__init__").replace("/", "."): flat
                for flat, path in CODE_FILES.items()}
+BI_ENCODER_FILE = "bi_encoder.json"  # beside a bi-encoder's encoder: what makes the folder a hire bi-encoder
 AUTO_MAP = {"AutoConfig": "modeling_hire.HireConfig",
             "AutoModelForSequenceClassification": "modeling_hire.HireModel",
             "AutoModelForTokenClassification": "modeling_hire.HireForTokenClassification"}
@@ -107,6 +108,49 @@ def write_model_card(directory: str | Path, config: Any, card: ModelCard, with_c
         lines += ["", "Without hire installed, the modelling code saved beside the weights runs instead:", "",
                   "```python", f"from transformers import {auto}",
                   f'model = {auto}.from_pretrained("path/to/model", trust_remote_code=True)', "```"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def write_bi_encoder_card(directory: str | Path, config: dict[str, Any], encoder_config: dict[str, Any],
+                          card: ModelCard) -> Path:
+    """Write a bi-encoder's ``README.md``: the model (``config``: its ``bi_encoder.json``), how to get its vectors
+    and scores with ``transformers`` alone (``AutoModel``, mean pooling, cosine times the scale), what ``card``
+    holds."""
+    path = Path(directory) / "README.md"
+    task = card.task or ((card.recipe or {}).get("data") or {}).get("task")
+    encoder_type = encoder_config.get("model_type", "?")
+    layers, width = encoder_config.get("num_hidden_layers", "?"), encoder_config.get("hidden_size", "?")
+    scale = config.get("scale", 20.0)
+    lines = ["---", "library_name: transformers", "pipeline_tag: sentence-similarity", "tags: [hire, bi-encoder]",
+             "---", "", f"# Bi-encoder on {config.get('encoder') or encoder_type}"
+             + (f", fine-tuned on {task}" if task else ""), "",
+             "A bi-encoder ranker (hire): one encoder reads a question and each passage apart; a text's vector is "
+             "the mean of the encoder's last hidden state over its real tokens, and a (question, passage) pair "
+             f"scores {scale:g} x their cosine similarity. The folder is the encoder as transformers saves it: "
+             "`AutoModel` loads it, no hire needed.", "",
+             *markdown_table(["", ""], [
+                 ["encoder", f"`{config.get('encoder')}` ({encoder_type}, {layers} layers, hidden size {width})"],
+                 ["vector", "mean of the last hidden state over real tokens (attention mask 1)"],
+                 ["score", f"cosine similarity x {scale:g}"],
+                 ["loss", str(config.get("rank_loss"))]])]
+    if card.metrics:
+        lines += ["", "## Dev metrics", "", *markdown_table(["split", "metric", "value"], [
+            [split, name, f"{value:.4f}"] for split, values in card.metrics.items() for name, value in values.items()])]
+    if card.recipe:
+        lines += ["", "## Training recipe", "", "```json", json.dumps(card.recipe, indent=2), "```"]
+    lines += ["", "## Use", "", "```python", "import torch", "from transformers import AutoModel, AutoTokenizer", "",
+              'model = AutoModel.from_pretrained("path/to/model").eval()',
+              'tokenizer = AutoTokenizer.from_pretrained("path/to/model")', "",
+              "def vectors(texts):",
+              '    batch = tokenizer(texts, padding=True, truncation=True, max_length=128, return_tensors="pt")',
+              "    with torch.no_grad():",
+              "        last = model(**batch).last_hidden_state",
+              '    mask = batch["attention_mask"].unsqueeze(-1).float()',
+              "    return (last * mask).sum(1) / mask.sum(1)  # mean over real tokens", "",
+              'q = torch.nn.functional.normalize(vectors(["a question"]), dim=-1)',
+              'p = torch.nn.functional.normalize(vectors(["a passage", "another passage"]), dim=-1)',
+              f"scores = {scale:g} * q @ p.T  # higher ranks first", "```"]
     path.write_text("\n".join(lines) + "\n")
     return path
 

@@ -33,7 +33,7 @@ from hire.data.glue import task_text_columns
 from hire.evaluation import eval_loader, predict_task
 from hire.hardware import machine
 from hire.heads import head_options
-from hire.model import HireModel, build_model, load_tokenizer
+from hire.model import BiEncoder, HireModel, build_bi_encoder, build_model, load_ranker, load_tokenizer
 from hire.runs import (
     CHECKPOINT,
     CHECKPOINT_TMP,
@@ -62,8 +62,13 @@ def _tokenizer(name: str, option: str, words: bool = False) -> Any:
         raise ConfigError(f"{option} {name}: {message}") from None
 
 
-def build_for_task(cfg: RunConfig, task: TaskData) -> tuple[HireModel, Any]:
+def build_for_task(cfg: RunConfig, task: TaskData) -> tuple[HireModel | BiEncoder, Any]:
     m = cfg.model
+    if m.ranker == "bi":  # validated: a ranking task, a bi-encoder's head and loss, no init_from
+        loss = task.type.loss_options(cfg.train)
+        model = build_bi_encoder(m.encoder, m.head, loss["rank_loss"], loss["rank_margin"],
+                                 task.type.model_options(task).get("task_options"))
+        return model, _tokenizer(m.encoder, "--model.encoder")
     columns, words = None, task.type.model_type == "token"
     if task.type.model_type == "sequence":
         columns = list(cfg.data.text_columns) if cfg.data.task == "custom" else list(task_text_columns(cfg.data.task))
@@ -153,6 +158,8 @@ class Trainer:
         check_output_dir(self.out)
         precision = run_precision(self.out, cfg)  # fp16 without a GPU is refused here
         self.task = load_task(cfg.data)  # every split read (every bad row reported) before training
+        if cfg.model.ranker == "bi":
+            self.task.options["ranker"] = "bi"  # the ranking type encodes questions and passages apart
         if not self.task.dev:
             raise ValueError(f"task {self.task.name}: no labelled evaluation split to select the best model")
         set_seed(cfg.train.seed)
@@ -182,7 +189,7 @@ class Trainer:
             raise ConfigError(f"--train.batch_size: {t.batch_size} examples cannot be split evenly over "
                               f"{n} processes; use a multiple of {n}")
         if n > 1 and getattr(self.sampler, "whole_groups", False):
-            raise ConfigError(f"--train.rank_loss pairwise: batches of whole questions cannot be split over {n} "
+            raise ConfigError(f"--train.rank_loss {t.rank_loss}: batches of whole questions cannot be split over {n} "
                               "processes (the pairs across the split would be lost); train on one process")
         self.lock: RunLock | None = None
         self.state = self._prepare_folder()
@@ -390,18 +397,21 @@ class Trainer:
         """
         acc, out = self.accelerator, self.out
         acc.wait_for_everyone()  # the main process has written best/
-        saved = HireModel.from_pretrained(out / "best")
+        saved = load_ranker(out / "best")
         best = acc.prepare(saved)
         final: dict[str, Any] = {"task": self.task.name, "head": saved.config.head,  # init_from: its own head
                                  "encoder": self.cfg.model.encoder, "best_step": self.state.best_step,
                                  "steps": self.state.step, "train_seconds": round(self.state.train_seconds, 3),
                                  "mixed_precision": acc.mixed_precision, "processes": acc.num_processes,
                                  "machine": machine(), "dev": {}}
+        if isinstance(saved, BiEncoder):
+            final["ranker"] = "bi"
         splits = [*self.task.dev, *self.task.held_out, *(self.task.test if self.cfg.predict_test else [])]
         with writing(out):  # a write that fails without naming its file (a full disk) names the run folder
             return self._write_results(best, saved, final, splits)
 
-    def _write_results(self, best: Any, saved: HireModel, final: dict[str, Any], splits: list[str]) -> dict[str, Any]:
+    def _write_results(self, best: Any, saved: HireModel | BiEncoder, final: dict[str, Any],
+                       splits: list[str]) -> dict[str, Any]:
         """:meth:`finish`'s writes: predictions, submissions, the model card, ``metrics.json``, ``state.json``."""
         acc, out = self.accelerator, self.out
         predicted = predict_task(best, self.task, splits, self.tokenizer, acc,
@@ -413,8 +423,11 @@ class Trainer:
             final["held_out"] = {split: predicted.results[split] for split in self.task.held_out}
         final["score"] = sum(r["score"] for r in final["dev"].values()) / len(final["dev"])
         if acc.is_main_process:
-            write_model_card(out / "best", saved.config, ModelCard(self.task.name, final["dev"],
-                                                                   predicted.layer_weights, self.cfg.to_dict()))
+            card = ModelCard(self.task.name, final["dev"], predicted.layer_weights, self.cfg.to_dict())
+            if isinstance(saved, BiEncoder):
+                saved.write_card(out / "best", card)
+            else:
+                write_model_card(out / "best", saved.config, card)
             write_atomic(out / "metrics.json", json.dumps(final, indent=2) + "\n")
             self.state.finished = True
             self.state.save(out)

@@ -11,6 +11,11 @@ pid descending, trec_eval's order) and is scored by :func:`hire.metrics.ranking_
 MRR; P@1; nDCG@10 for graded labels); its predictions are written as a TREC run file and qrels beside the JSON
 lines. WikiQA's test split, and a custom test file with labels, are scored once at the end (``held_out``).
 
+A bi-encoder (``--model.ranker bi``, :class:`hire.model.BiEncoder`; the training sets ``task.options["ranker"]``)
+reads each question and passage apart (:func:`encode_apart`): every evaluation encodes each distinct question and
+passage text once and scores every candidate from the vectors; training batches hold whole questions, with each
+distinct text of the batch encoded once (``--train.rank_loss in-batch`` or ``pairwise``).
+
 Which questions count: ``--data.keep`` (default ``has-positive``) filters the evaluation splits; training reads
 every question (the pairwise loss uses those with at least one pair of different labels).
 """
@@ -43,6 +48,7 @@ from hire.data.ranking import (
     read_wikiqa,
 )
 from hire.data.trec import rank_candidates, write_qrels, write_run
+from hire.evaluation import eval_loader, model_outputs
 from hire.metrics import ranking_metrics
 from hire.tasktypes.base import Predictions, TaskData, TaskType, register_task_type
 from hire.tasktypes.sequence import predict as predict_scores
@@ -126,10 +132,20 @@ class RankingTasks(TaskType):
 
     def train_batches(self, task: TaskData, split: Dataset, train: TrainConfig) -> Any:
         """Pairwise: :class:`QuestionBatches` of the questions that hold a pair of different labels (the others
-        add nothing to the hinge loss); pointwise: length-grouped batches of single candidates."""
+        add nothing to the hinge loss); in-batch (a bi-encoder's): :class:`QuestionBatches` of the questions with a
+        relevant candidate (the targets; the others would only add negatives); pointwise: length-grouped batches of
+        single candidates."""
+        if train.rank_loss == "in-batch":  # the bi-encoder's: questions with a relevant candidate are targets
+            assert isinstance(split, BiRankingSplit) and split.labels is not None
+            labels = split.labels
+            questions = [members for members in split.questions() if any(labels[i] > 0 for i in members)]
+            if not questions:
+                raise DataError("--train.rank_loss in-batch: no training question has a relevant candidate "
+                                "(label > 0) to rank against the batch's other passages")
+            return QuestionBatches(questions, train.batch_size, seed=train.seed)
         if train.rank_loss != "pairwise":
             return super().train_batches(task, split, train)
-        assert isinstance(split, RankingSplit) and split.labels is not None
+        assert isinstance(split, (RankingSplit, BiRankingSplit)) and split.labels is not None
         questions = [members for members in split.questions()
                      if len({split.labels[i] for i in members}) > 1]
         if not questions:
@@ -139,7 +155,11 @@ class RankingTasks(TaskType):
 
     # -- tokenization and collation ------------------------------------------------------------------
     def encode(self, task: TaskData, examples: Sequence[RankingExample], tokenizer: Any, max_length: int,
-               labelled: bool = True) -> RankingSplit:
+               labelled: bool = True) -> RankingSplit | BiRankingSplit:
+        """Pairs read together (a cross-encoder's), or questions and passages apart where ``task.options`` says
+        the ranker is a bi-encoder (``ranker: bi``)."""
+        if task is not None and task.options.get("ranker") == "bi":
+            return encode_apart(examples, tokenizer, max_length, labelled)
         return encode_pairs(examples, tokenizer, max_length, labelled)
 
     def collator(self, pad_token_id: int) -> RankingCollator:
@@ -148,7 +168,10 @@ class RankingTasks(TaskType):
     # -- predictions, metrics, files -----------------------------------------------------------------
     def predict(self, model: Any, loader: DataLoader, split: Any, accelerator: Accelerator,
                 desc: str = "predict") -> Predictions:
-        """Each candidate's score (N,), in example order."""
+        """Each candidate's score (N,), in example order. A bi-encoder's split (:class:`BiRankingSplit`) is scored
+        by :func:`predict_apart`: each distinct text encoded once, in batches of the loader's size."""
+        if isinstance(split, BiRankingSplit):
+            return predict_apart(model, split, accelerator, _batch_size(loader), desc)
         return predict_scores(model, loader, accelerator, desc)
 
     def score(self, task: TaskData, preds: Predictions, examples: Sequence[RankingExample],
@@ -288,15 +311,178 @@ def _cut_to(tokenizer: Any, text: str, tokens: int) -> str:
     return text[:end]
 
 
+@dataclass
+class BiRankingSplit(Dataset):
+    """Questions and passages tokenized apart, for a bi-encoder: each distinct question text and each distinct
+    passage text once (``question_texts``, ``passage_texts``: dicts of token lists), and each candidate's question text
+    (``question_of``), passage text (``passage_of``), label (relevance grade) and question (``groups``: questions
+    numbered in order of first appearance).
+
+    As a dataset its items are the candidates (for training: each with its question's and passage's tokens and
+    text indices, which :class:`RankingCollator` uses to encode each distinct text of a batch once);
+    :meth:`texts` is the dataset of the distinct texts, questions first, that an evaluation encodes."""
+
+    question_texts: list[dict[str, list[int]]]
+    passage_texts: list[dict[str, list[int]]]
+    question_of: list[int]
+    passage_of: list[int]
+    labels: list[float] | None
+    groups: list[int]
+    truncated: int = 0  # passages cut short to fit max_length
+    pad_token_id: int = 0
+
+    def __len__(self) -> int:
+        return len(self.question_of)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        q, p = self.question_of[i], self.passage_of[i]
+        item: dict[str, Any] = {"index": i, **self.passage_texts[p], "query_key": q, "passage_key": p,
+                                "groups": self.groups[i]}
+        item.update({f"query_{k}": v for k, v in self.question_texts[q].items()})
+        if self.labels is not None:
+            item["labels"] = self.labels[i]
+        return item
+
+    @property
+    def lengths(self) -> list[int]:
+        return [len(self.passage_texts[p]["input_ids"]) for p in self.passage_of]
+
+    def questions(self) -> list[list[int]]:
+        """Each question's item indices, questions in order of first appearance (:meth:`RankingSplit.questions`)."""
+        members: dict[int, list[int]] = {}
+        for i, group in enumerate(self.groups):
+            members.setdefault(group, []).append(i)
+        return list(members.values())
+
+    def texts(self) -> TextSplit:
+        """The distinct texts, questions then passages, each once."""
+        return TextSplit([*self.question_texts, *self.passage_texts])
+
+
+@dataclass
+class TextSplit(Dataset):
+    """Tokenized texts, one item each (``index``, its token lists), for :func:`hire.evaluation.eval_loader`."""
+
+    features: list[dict[str, list[int]]]
+
+    def __len__(self) -> int:
+        return len(self.features)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        return {"index": i, **self.features[i]}
+
+    @property
+    def lengths(self) -> list[int]:
+        return [len(f["input_ids"]) for f in self.features]
+
+
+def encode_apart(examples: Sequence[RankingExample], tokenizer: Any, max_length: int,
+                 labelled: bool = True) -> BiRankingSplit:
+    """Tokenize each distinct question and each distinct passage on its own (``[CLS] text [SEP]``), at most
+    ``max_length`` tokens each: a bi-encoder reads them apart. One warning says how many passages (and questions)
+    were cut short."""
+    if not examples:
+        raise ValueError("no candidates to encode (an empty split)")
+    room = max_length - tokenizer.num_special_tokens_to_add(pair=False)
+    if room < 1:
+        raise ValueError(f"max_length must leave room for a token beside the special tokens, not {max_length!r}")
+    question_texts = list(dict.fromkeys(ex.question for ex in examples))
+    passage_texts = list(dict.fromkeys(ex.passage for ex in examples))
+
+    def tokenize(texts: list[str]) -> tuple[list[dict[str, list[int]]], list[bool]]:
+        # Lengths alone, capped a token beyond what fits (a 10,000-word passage is not tokenized whole).
+        bare = tokenizer(texts, add_special_tokens=False, truncation=True, max_length=room + 1)["input_ids"]
+        enc = tokenizer(texts, truncation=True, max_length=max_length)
+        keys = [k for k in ("input_ids", "token_type_ids") if k in enc]
+        return [{k: enc[k][i] for k in keys} for i in range(len(texts))], [len(ids) > room for ids in bare]
+
+    questions, cut_q = tokenize(question_texts)
+    passages, cut_p = tokenize(passage_texts)
+    q_index = {text: i for i, text in enumerate(question_texts)}
+    p_index = {text: i for i, text in enumerate(passage_texts)}
+    question_of = [q_index[ex.question] for ex in examples]
+    passage_of = [p_index[ex.passage] for ex in examples]
+    truncated = sum(cut_p[p] for p in passage_of)
+    if truncated or any(cut_q):
+        note = f"; {sum(cut_q)} question(s) were cut too" if any(cut_q) else ""
+        warnings.warn(f"{truncated} of {len(examples)} passages were cut short to fit --data.max_length {max_length} "
+                      f"tokens (questions and passages are encoded apart){note}", RuntimeWarning, stacklevel=2)
+    group_of = {qid: i for i, qid in enumerate(group_questions(examples))}
+    labels = [float(ex.label) for ex in examples] if labelled else None  # type: ignore[arg-type]
+    if labels is not None and any(label is None or not math.isfinite(label) for label in labels):
+        raise ValueError("a labelled split needs a finite label on every candidate")
+    return BiRankingSplit(questions, passages, question_of, passage_of, labels,
+                          [group_of[ex.qid] for ex in examples], truncated, tokenizer.pad_token_id)
+
+
+def predict_apart(model: Any, split: BiRankingSplit, accelerator: Accelerator, batch_size: int,
+                  desc: str = "predict") -> Predictions:
+    """A bi-encoder's scores of a split's candidates, in example order: each distinct question and passage text
+    encoded once (batches of ``batch_size`` texts of similar length), then every candidate scored from the
+    vectors (cosine x the model's scale, in float32)."""
+    from hire.model import scaled_cosine
+
+    texts = split.texts()
+    loader = accelerator.prepare(eval_loader(texts, batch_size, Collator(split.pad_token_id)))
+    (indices, vectors), seconds = model_outputs(model, loader, accelerator,
+                                                lambda batch, out: (batch["index"], out.embeddings), desc)
+    found = torch.cat(indices)
+    table = torch.empty(len(texts), vectors[0].shape[-1])
+    table[found] = torch.cat(vectors).float()
+    questions, passages = table[:len(split.question_texts)], table[len(split.question_texts):]
+    scale = float(accelerator.unwrap_model(model).config.scale)
+    scores = scaled_cosine(questions[torch.tensor(split.question_of)], passages[torch.tensor(split.passage_of)],
+                           scale)
+    return Predictions(scores.numpy(), None, seconds)
+
+
+def _batch_size(loader: Any, default: int = 64) -> int:
+    """The batch size of a (prepared) evaluation loader: its batch sampler's, found through Accelerate's wrappers."""
+    sampler = getattr(loader, "batch_sampler", None)
+    for _ in range(4):
+        size = getattr(sampler, "batch_size", None)
+        if isinstance(size, int) and size > 0:
+            return size
+        sampler = getattr(sampler, "batch_sampler", None)
+    return default
+
+
 class RankingCollator(Collator):
     """Pads candidates into a batch (:class:`hire.data.batching.Collator`), with ``groups``: each candidate's
-    question index, which the pairwise loss pairs candidates by."""
+    question index, which the pairwise loss pairs candidates by.
+
+    A bi-encoder's candidates (items of :class:`BiRankingSplit`) become a batch of each distinct question text
+    (``query_input_ids``, ``query_attention_mask``, ...) and each distinct passage text (``input_ids``, ...) once,
+    with each candidate's rows (``query_index``, ``passage_index``), ``labels`` and ``groups``."""
 
     def __call__(self, items: list[dict[str, Any]]) -> dict[str, Tensor]:
+        if items and "query_key" in items[0]:
+            return self._apart(items)
         batch = super().__call__(items)
         batch["groups"] = torch.tensor([it["groups"] for it in items])
         if "labels" in batch:
             batch["labels"] = batch["labels"].float()
+        return batch
+
+    def _apart(self, items: list[dict[str, Any]]) -> dict[str, Tensor]:
+        rows: dict[str, dict[int, int]] = {"query_key": {}, "passage_key": {}}
+        texts: dict[str, list[dict[str, Any]]] = {"query_key": [], "passage_key": []}
+        for it in items:
+            for key, prefix in (("query_key", "query_"), ("passage_key", "")):
+                if it[key] not in rows[key]:
+                    rows[key][it[key]] = len(texts[key])
+                    texts[key].append({"index": it[key], **{k: it[prefix + k] for k in ("input_ids", "token_type_ids")
+                                                            if prefix + k in it}})
+        passages = super().__call__(texts["passage_key"])
+        queries = super().__call__(texts["query_key"])
+        batch = {k: v for k, v in passages.items() if k != "index"}
+        batch.update({f"query_{k}": v for k, v in queries.items() if k != "index"})
+        batch["query_index"] = torch.tensor([rows["query_key"][it["query_key"]] for it in items])
+        batch["passage_index"] = torch.tensor([rows["passage_key"][it["passage_key"]] for it in items])
+        batch["groups"] = torch.tensor([it["groups"] for it in items])
+        batch["index"] = torch.tensor([it["index"] for it in items])
+        if "labels" in items[0]:
+            batch["labels"] = torch.tensor([float(it["labels"]) for it in items])
         return batch
 
 

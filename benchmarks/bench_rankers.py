@@ -1,0 +1,195 @@
+"""Cross-encoder against bi-encoder (issue 47, item 5): candidates scored per second at inference, and a training
+step of each.
+
+    python benchmarks/bench_rankers.py                                  # all-MiniLM-L6-v2 on WikiQA dev
+    python benchmarks/bench_rankers.py --tiny --questions 20 --steps 2 --out /tmp/rankers-tiny   # a smoke run
+
+Inference ranks the candidates of the first ``--questions`` questions of WikiQA's dev split (every question, as
+``--data.keep all``; or, with ``--synthetic`` or without the WikiQA files, a made-up set of WikiQA's shape: 9
+candidates a question, questions of 7 words, passages of 25) as hire ranks them: the cross-encoder
+(:class:`hire.model.HireModel`, head ``last-layer``) reads every (question, passage) pair together; the bi-encoder
+(:class:`hire.model.BiEncoder`) encodes each distinct question and passage once and scores every candidate from the
+vectors. Both through the ranking task type's own encoding and prediction (``encode_pairs`` / ``encode_apart``,
+``RANKING.predict``), batches of ``--batch_size`` items; the time is the prediction loop's (tokenization apart,
+reported beside). Candidates per second = candidates / that time; the best of ``--repeats``.
+
+A training step (forward, loss, backward, clipping, AdamW) on a batch of whole questions of at most
+``--batch_size`` candidates (``QuestionBatches``, as ``hire train`` makes them): the cross-encoder with the
+pairwise hinge, the bi-encoder with in-batch negatives; the median of ``--steps`` after one untimed step. fp32.
+Writes ``results.json`` and ``report.md`` (with the machine) into ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_common import machine_info
+
+from hire.data.ranking import RankingExample, read_wikiqa
+from hire.evaluation import eval_loader
+from hire.model import build_bi_encoder, build_model, load_tokenizer
+from hire.sharing import markdown_table
+from hire.tasktypes.base import TaskData
+from hire.tasktypes.ranking import RANKING, QuestionBatches, RankingCollator, encode_apart, encode_pairs
+from hire.training import make_optimizer
+
+WORDS = ("the", "river", "tower", "city", "was", "built", "in", "north", "king", "war", "of", "a", "and", "people",
+         "first", "year", "museum", "island", "capital", "known", "many", "old", "where", "who", "what", "when")
+
+
+def synthetic(questions: int, seed: int = 0) -> list[RankingExample]:
+    """WikiQA's shape: 9 candidates a question (one relevant), questions of 7 words, passages of 25."""
+    rng = random.Random(seed)
+    rows = []
+    for q in range(questions):
+        question = " ".join(rng.choices(WORDS, k=7))
+        for c in range(9):
+            rows.append(RankingExample(f"Q{q}", question, f"S{q}-{c}", " ".join(rng.choices(WORDS, k=25)),
+                                       float(c == 0)))
+    return rows
+
+
+def tiny_encoder(folder: Path) -> str:
+    """A random BERT 32 wide, 2 layers, with a word vocabulary of the synthetic words, saved in ``folder``."""
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=5 + len(WORDS), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=37, max_position_embeddings=160)
+    BertModel(config).save_pretrained(folder)
+    BertTokenizerFast(str(folder / "vocab.txt"), do_lower_case=True).save_pretrained(folder)
+    return str(folder)
+
+
+def inference(model: Any, examples: list[RankingExample], tokenizer: Any, args: argparse.Namespace,
+              bi: bool) -> dict[str, Any]:
+    from accelerate import Accelerator
+
+    accelerator = Accelerator(cpu=not torch.cuda.is_available())
+    model = accelerator.prepare(model.eval())
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # passages cut to max_length: counted by the split
+        split = (encode_apart if bi else encode_pairs)(examples, tokenizer, args.max_length, labelled=False)
+    tokenize = time.perf_counter() - start
+    loader = accelerator.prepare(eval_loader(split, args.batch_size, RankingCollator(tokenizer.pad_token_id)))
+    seconds = min(RANKING.predict(model, loader, split, accelerator).seconds for _ in range(args.repeats))
+    texts = len(split.texts()) if bi else len(split)
+    return {"candidates": len(examples), "texts_encoded": texts, "seconds": round(seconds, 4),
+            "tokenize_seconds": round(tokenize, 4), "candidates_per_second": round(len(examples) / seconds, 1)}
+
+
+def training_step(model: Any, examples: list[RankingExample], tokenizer: Any, args: argparse.Namespace,
+                  bi: bool) -> dict[str, Any]:
+    task = TaskData("bench", None, (), [], {}, options={"ranker": "bi" if bi else "cross"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        split = RANKING.encode(task, examples, tokenizer, args.max_length)
+    batch_indices = next(iter(QuestionBatches(split.questions(), args.batch_size, seed=0)))
+    batch = RankingCollator(tokenizer.pad_token_id)([split[i] for i in batch_indices])
+    batch.pop("index")
+    model.train()
+    optimizer = make_optimizer(model.parameters(), 2e-5, (0.9, 0.98), 1e-6)
+    times = []
+    for step in range(args.steps + 1):
+        start = time.perf_counter()
+        loss = model(**batch).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+        if step:  # the first step is untimed (allocations, kernels)
+            times.append(time.perf_counter() - start)
+    median = statistics.median(times)
+    return {"batch_candidates": len(batch_indices), "step_seconds": round(median, 4),
+            "candidates_per_second": round(len(batch_indices) / median, 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--encoder", default="all-MiniLM-L6-v2")
+    parser.add_argument("--tiny", action="store_true", help="a random 2-layer BERT 32 wide instead of --encoder")
+    parser.add_argument("--data_dir", default=None, help="WikiQA's folder (default: hire's)")
+    parser.add_argument("--synthetic", action="store_true", help="a made-up set of WikiQA's shape")
+    parser.add_argument("--questions", type=int, default=296, help="the first N dev questions (all: 296)")
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--max_length", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--out", default="benchmarks/results/rankers")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    scratch = tempfile.TemporaryDirectory()  # the tiny encoder's folder, never among the results
+    encoder = tiny_encoder(Path(scratch.name)) if args.tiny else args.encoder
+    data = "synthetic (WikiQA's shape)"
+    examples: list[RankingExample] | None = None
+    if not args.synthetic:
+        try:
+            examples = read_wikiqa(args.data_dir, "dev", keep="all").examples
+            data = "WikiQA dev"
+        except (OSError, ValueError):
+            examples = None
+    if examples is None:
+        examples = synthetic(args.questions)
+    kept = list(dict.fromkeys(ex.qid for ex in examples))[: args.questions]
+    examples = [ex for ex in examples if ex.qid in set(kept)]
+    tokenizer = load_tokenizer(encoder)
+    results: dict[str, Any] = {"machine": machine_info(), "encoder": "tiny random BERT" if args.tiny else encoder,
+                               "data": data, "questions": len(kept), "candidates": len(examples),
+                               "batch_size": args.batch_size, "max_length": args.max_length,
+                               "command": " ".join(["benchmarks/bench_rankers.py", *(sys.argv[1:] if argv is None
+                                                                                      else argv)]),
+                               "rankers": {}}
+    for name, bi in (("cross-encoder", False), ("bi-encoder", True)):
+        torch.manual_seed(0)
+        model = build_bi_encoder(encoder) if bi else build_model(encoder, "last-layer", 1, task_type="ranking",
+                                                                 task_options={"rank_loss": "pairwise"})
+        results["rankers"][name] = {"inference": inference(model, examples, tokenizer, args, bi),
+                                    "training_step": training_step(model, examples, tokenizer, args, bi)}
+        print(name, json.dumps(results["rankers"][name]))
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out / "report.md").write_text(report(results))
+    print(f"{out / 'report.md'}")
+    return 0
+
+
+def report(results: dict[str, Any]) -> str:
+    """The report's Markdown, from ``results.json``'s contents alone."""
+    m = results["machine"]
+    rows = []
+    for name, r in results["rankers"].items():
+        inf, step = r["inference"], r["training_step"]
+        rows.append([name, str(inf["texts_encoded"]), f"{inf['seconds']:.3f}", f"{inf['candidates_per_second']:.1f}",
+                     f"{inf['tokenize_seconds']:.3f}", f"{step['step_seconds']:.4f}", str(step["batch_candidates"])])
+    cross, bi = (results["rankers"][k]["inference"]["candidates_per_second"] for k in ("cross-encoder", "bi-encoder"))
+    lines = ["# Cross-encoder against bi-encoder", "",
+             f"{results['encoder']}, {results['data']}: {results['questions']} questions, {results['candidates']} "
+             f"candidates; batches of {results['batch_size']}, at most {results['max_length']} tokens; fp32.", "",
+             f"Machine: {m['cpu']}, {m['cores']} cores ({m['torch_threads']} torch threads)"
+             + (f", {m['gpu']}" if "gpu" in m else "") + f"; torch {m['torch']}, transformers {m['transformers']}; "
+             f"{m['date']}.", "",
+             *markdown_table(["ranker", "texts encoded", "inference s", "candidates/s", "tokenize s",
+                              "training step s", "step candidates"], rows, "lr"), "",
+             f"The bi-encoder scores {bi / cross:.1f} x as many candidates a second as the cross-encoder here: it "
+             "encodes each distinct question and passage once, the cross-encoder every pair.", "",
+             f"Written by `{results['command']}`.", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
