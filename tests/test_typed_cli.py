@@ -13,7 +13,7 @@ from hire.cli import all_commands, main
 from hire.options import Command, parse_command
 
 LAB = {"experiment", "probe", "probe-report", "deepen", "reconstruct", "install-encoder", "features", "ud-tasks",
-       "rank-probe", "rank-probe-report"}
+       "rank-probe", "rank-probe-report", "probe-tokens", "probe-tokens-report"}
 CORE = {"train", "evaluate", "predict", "export", "heads", "report"}
 
 

@@ -251,7 +251,19 @@ def test_ud_tasks_command_and_hire_probe_end_to_end(treebank: Path, tmp_path: Pa
     assert tense["protocol"] == "split" and tense["headline"] == "test" and tense["labels"] == ["Pres", "Past"]
     assert set(tense["results"][str(encoder)]["rows"][0]["splits"]) == {"dev", "test"}
 
-    assert main([*argv, "--task", "ud-tense,MR"]) == 2  # UD tasks run in a command of their own (for now)
-    assert "run in a command of their own" in capsys.readouterr().err
+    assert results["config"]["treebank"] == str(treebank) and results["config"]["probe"]["probe"] == "linear"
+
+    # UD tasks mix with other tasks, and the treebank is not --data_dir
+    custom = tmp_path / "custom.csv"
+    lines = [f"{t.replace(',', ' ')},{i % 2}\n" for i, t in enumerate(texts[:60])]
+    custom.write_text("sentence,label\n" + "".join(lines))
+    mixed = [*argv[:3], "--task", "ud-tense,custom", "--train_file", str(custom), "--folds", "2", *argv[5:]]
+    mixed[mixed.index("--output_dir") + 1] = str(tmp_path / "mixed")
+    assert main([*mixed, "--data_dir", str(tmp_path)]) == 0
+    capsys.readouterr()
+    mixed_results = json.loads((tmp_path / "mixed" / "results.json").read_text())
+    assert list(mixed_results["tasks"]) == ["ud-tense", "custom"]
+    assert mixed_results["tasks"]["ud-tense"]["results"][str(encoder)]["rows"] == tense["results"][str(encoder)][
+        "rows"]  # the same task and probes as in the UD-only run
     assert main([*argv[:-2], "--treebank", str(tmp_path / "nowhere")]) == 2
     assert "nowhere: no such folder" in capsys.readouterr().err

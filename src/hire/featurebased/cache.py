@@ -1,8 +1,10 @@
 """Word features of a frozen encoder, computed once per data set and kept on disk (BERT §5.3, Table 7).
 
 For every word of every sentence, the hidden states ``H_0 .. H_l`` of the encoder at the word's **first
-sub-token** (BERT's choice for its feature-based NER), from :func:`hire.data.tokens.encode_tokens`: a sentence
-longer than ``max_length`` is read in overlapping windows and each word is taken from exactly one of them.
+sub-token** (BERT's choice for its feature-based NER; ``subword="last"``: its last sub-token, ``"mean"``: the mean
+of its sub-tokens' states), from :func:`hire.data.tokens.encode_tokens`: a sentence longer than ``max_length`` is
+read in overlapping windows and each word is taken from exactly one of them (a word's sub-tokens are never cut
+apart by a window).
 
 **Layout.** A split is one folder ``<cache_dir>/<name>-<key[:20]>/`` holding ``features.npy`` (float16,
 ``(words, l + 1, d)``, all sentences' words one after another), ``offsets.npy`` (int64, ``(sentences + 1,)``:
@@ -10,8 +12,9 @@ sentence ``i`` is rows ``offsets[i]:offsets[i + 1]``) and ``meta.json`` (the key
 Both arrays are read back as memory maps, so a split larger than memory trains as well.
 
 **Key.** SHA-256 of the encoder key (its name and the SHA-256 of every file it loads from: weights,
-configuration, tokenizer; :func:`encoder_key`) and of the data: every sentence's words, ``max_length`` and the
-tokenizer (its class and its fast tokenizer's full definition). Tags are not in it: features do not depend on them.
+configuration, tokenizer; :func:`encoder_key`) and of the data: every sentence's words, ``max_length``, the
+sub-token choice (``subword``) and the tokenizer (its class and its fast tokenizer's full definition). Tags are
+not in it: features do not depend on them.
 
 **Atomic.** The folder is written under a temporary name beside it and renamed into place once complete, so a
 killed write leaves no folder under a valid name (its ``.tmp-<name>-<pid>-*`` remains are removed by the next
@@ -38,7 +41,7 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
 from hire.data.examples import TokenExample
-from hire.data.tokens import TokenCollator, encode_tokens
+from hire.data.tokens import SUBWORD_MODES, TokenCollator, encode_tokens
 from hire.encoder import Encoder
 
 FORMAT_VERSION = 1
@@ -86,8 +89,9 @@ def encoder_key(spec: str) -> str:
     return _sha256({"encoder": spec, "files": fingerprint(resolve_source(spec))["sha256"]})
 
 
-def data_key(examples: Sequence[TokenExample], tokenizer: PreTrainedTokenizerBase, max_length: int) -> str:
-    """SHA-256 of the sentences' words, ``max_length`` and the tokenizer's definition."""
+def data_key(examples: Sequence[TokenExample], tokenizer: PreTrainedTokenizerBase, max_length: int,
+             subword: str = "first") -> str:
+    """SHA-256 of the sentences' words, ``max_length``, ``subword`` and the tokenizer's definition."""
     digest = hashlib.sha256()
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:  # the tokenizer itself, not the truncation/padding state its last call left behind
@@ -95,7 +99,7 @@ def data_key(examples: Sequence[TokenExample], tokenizer: PreTrainedTokenizerBas
                                  if k not in ("truncation", "padding")}, sort_keys=True)
     else:
         definition = json.dumps(tokenizer.get_vocab(), sort_keys=True)
-    header = {"version": FORMAT_VERSION, "max_length": max_length, "subword": "first",
+    header = {"version": FORMAT_VERSION, "max_length": max_length, "subword": subword,
               "tokenizer": type(tokenizer).__name__, "definition": hashlib.sha256(definition.encode()).hexdigest(),
               "sentences": len(examples)}
     digest.update(json.dumps(header, sort_keys=True).encode())
@@ -103,6 +107,11 @@ def data_key(examples: Sequence[TokenExample], tokenizer: PreTrainedTokenizerBas
         digest.update("\x1f".join(example.tokens).encode())
         digest.update(b"\x1e")
     return digest.hexdigest()
+
+
+def _check_subword(subword: str) -> None:
+    if subword not in SUBWORD_MODES:
+        raise ValueError(f"subword must be one of {list(SUBWORD_MODES)}, not {subword!r}")
 
 
 def _sha256(value: Any) -> str:
@@ -142,11 +151,14 @@ def _read(folder: Path, key: str) -> WordFeatures | None:
 @torch.inference_mode()
 def encode_words(encoder: Encoder, tokenizer: PreTrainedTokenizerBase, examples: Sequence[TokenExample],
                  out: np.ndarray, offsets: np.ndarray, max_length: int = 128, batch_size: int = 32,
-                 device: str = "cpu", desc: str | None = "encoding") -> None:
-    """Fill ``out`` ``(words, l + 1, d)`` with every word's hidden states at its first sub-token (the frozen
-    encoder in eval mode; windows longest first, so little padding and an out-of-memory error shows at once).
-    ``offsets[i]`` is sentence ``i``'s first row; ``desc`` labels the progress bar (None: no bar)."""
-    split = encode_tokens(examples, tokenizer, max_length, None, labelled=False, subword="first")
+                 device: str = "cpu", desc: str | None = "encoding", subword: str = "first") -> None:
+    """Fill ``out`` ``(words, l + 1, d)`` with every word's hidden states at its first sub-token (``subword``:
+    ``"last"`` at its last, ``"mean"`` averaged over its sub-tokens) (the frozen encoder in eval mode; windows
+    longest first, so little padding and an out-of-memory error shows at once). ``offsets[i]`` is sentence
+    ``i``'s first row; ``desc`` labels the progress bar (None: no bar)."""
+    _check_subword(subword)
+    # encode_tokens marks the first sub-token for "mean" (and "first"), the last for "last".
+    split = encode_tokens(examples, tokenizer, max_length, None, labelled=False, subword=subword)
     order = sorted(range(len(split)), key=lambda i: -split.lengths[i])
     collate = TokenCollator(tokenizer.pad_token_id)
     encoder = encoder.to(device).eval()
@@ -158,22 +170,31 @@ def encode_words(encoder: Encoder, tokenizer: PreTrainedTokenizerBase, examples:
                          None if types is None else types.to(device)).hidden_states
         H = torch.stack(hidden, dim=2).float().cpu()  # (B, n, l+1, d)
         for b, item in enumerate(batch["index"].tolist()):
-            positions = batch["scored"][b].nonzero().squeeze(-1)  # the scored words' first sub-tokens, in order
+            positions = batch["scored"][b].nonzero().squeeze(-1)  # the scored words' sub-tokens, in order
             rows = offsets[split.item_example[item]] + np.asarray(split.item_words[item])
-            out[rows] = H[b, positions].numpy()
+            if subword == "mean":  # every sub-token of each scored word (its positions share its word id)
+                word_ids = batch["word_ids"][b]
+                members = (word_ids[None, :] == word_ids[positions][:, None]).to(H.dtype)  # (k, n)
+                pooled = (members @ H[b].flatten(1)) / members.sum(1, keepdim=True)
+                out[rows] = pooled.view(len(positions), *H.shape[2:]).numpy()
+            else:
+                out[rows] = H[b, positions].numpy()
 
 
 def cached_features(examples: Sequence[TokenExample], tokenizer: PreTrainedTokenizerBase,
                     encoder: Encoder | Callable[[], Encoder], encoder_id: str, cache_dir: str | Path,
                     name: str = "split", max_length: int = 128, batch_size: int = 32,
-                    device: str = "cpu", describe: dict[str, Any] | None = None) -> WordFeatures:
+                    device: str = "cpu", describe: dict[str, Any] | None = None,
+                    subword: str = "first") -> WordFeatures:
     """The split's word features from the cache, or computed now with ``encoder`` and cached.
 
     ``encoder`` may be a function that loads it, called only on a cache miss; ``encoder_id`` is its key
     (:func:`encoder_key`). ``name`` (e.g. ``conll2003-train``) makes the folder's name readable; ``describe``
-    adds entries to ``meta.json`` (e.g. the encoder's name).
+    adds entries to ``meta.json`` (e.g. the encoder's name); ``subword`` picks each word's sub-token (first,
+    last or mean, :func:`encode_words`), and is part of the key.
     """
-    key = _sha256({"encoder": encoder_id, "data": data_key(examples, tokenizer, max_length)})
+    _check_subword(subword)
+    key = _sha256({"encoder": encoder_id, "data": data_key(examples, tokenizer, max_length, subword)})
     folder = Path(cache_dir).expanduser() / f"{_slug(name)}-{key[:20]}"
     found = _read(folder, key)
     if found is not None:
@@ -190,14 +211,15 @@ def cached_features(examples: Sequence[TokenExample], tokenizer: PreTrainedToken
         out = np.lib.format.open_memmap(tmp / "features.npy", mode="w+", dtype=np.float16,
                                         shape=(int(offsets[-1]), model.num_hidden_states, model.hidden_size))
         start = time.perf_counter()
-        encode_words(model, tokenizer, examples, out, offsets, max_length, batch_size, device, desc=f"encoding {name}")
+        encode_words(model, tokenizer, examples, out, offsets, max_length, batch_size, device, desc=f"encoding {name}",
+                     subword=subword)
         seconds = time.perf_counter() - start
         out.flush()
         del out
         np.save(tmp / "offsets.npy", offsets)
         meta = {"key": key, "encoder": encoder_id, "name": name, "sentences": len(examples),
                 "words": int(offsets[-1]), "hidden_states": model.num_hidden_states, "hidden_size": model.hidden_size,
-                "subword": "first", "max_length": max_length, "dtype": "float16", "device": device,
+                "subword": subword, "max_length": max_length, "dtype": "float16", "device": device,
                 "encode_seconds": round(seconds, 3), "format": FORMAT_VERSION, **(describe or {})}
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
         if folder.exists():  # written meanwhile by another process, or a stale one of another key

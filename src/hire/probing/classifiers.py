@@ -1,4 +1,4 @@
-"""Linear probes on cached features, under SentEval's protocol.
+"""Probes on cached features, under SentEval's protocol: what is fitted, on which rows, and how it is scored.
 
 A *feature set* is one pooling of one hidden state, or of several concatenated (first + last layer,
 the last four, all of them). Its design matrix is the pooled vector ``u`` (N x D), or for sentence pairs
@@ -13,6 +13,11 @@ Protocols (see :mod:`hire.probing.tasks`):
   then refit on all of them; metrics on the pooled out-of-fold predictions (and the folds' spread);
 - ``split`` with a labelled test split: fit ``train`` for each ``C``, choose on ``dev``, report both;
 - ``split`` otherwise: choose ``C`` on a held-out tenth of ``train``, refit on ``train``, report dev.
+
+The probes are fitted by :mod:`hire.probing.fit`, every feature set of a task at once in PyTorch.
+:func:`reference_probe_feature_set` is the same protocol with scikit-learn, one feature set at a time: the
+reference the tests and ``scripts/check_probe_fitter.py`` compare that fitter with, not a code path of
+``hire probe``.
 """
 
 from __future__ import annotations
@@ -22,12 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression, RidgeCV
 from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
-from sklearn.pipeline import Pipeline, make_pipeline
-from sklearn.preprocessing import StandardScaler
 
+from hire.checks import ConfigError
 from hire.metrics import compute_metrics, main_score
 from hire.probing.pooling import POOLINGS
 
@@ -85,72 +87,51 @@ def design_matrix(a: np.ndarray, b: np.ndarray | None, fs: FeatureSet, rows: np.
     return u if b is None else pair_features(u, take(b))
 
 
+PROBES = ("linear", "mlp")
+
+
 @dataclass(frozen=True)
 class ProbeSettings:
+    """How probes are fitted. ``probe``: "linear" (logistic regression, ridge for regression; ``c_grid``,
+    ``alpha_grid``, ``max_iter``) or "mlp" (SentEval's MLP probe: ``mlp_*``, early stopping on the selection
+    split instead of a grid)."""
+
     folds: int = 10
     c_grid: tuple[float, ...] = C_GRID
     alpha_grid: tuple[float, ...] = ALPHA_GRID
     seed: int = 0
     max_iter: int = 1000
+    probe: str = "linear"
+    mlp_hidden: int = 50
+    mlp_dropout: float = 0.1
+    mlp_lr: float = 1e-3
+    mlp_batch_size: int = 64
+    mlp_max_epochs: int = 100
+    mlp_patience: int = 5
+
+    def __post_init__(self) -> None:
+        if self.probe not in PROBES:
+            raise ConfigError(f"--probe {self.probe}: expected one of {', '.join(PROBES)}")
+        if not 0 <= self.mlp_dropout < 1:
+            raise ConfigError(f"--mlp_dropout {self.mlp_dropout}: expected a probability in [0, 1)")
+        for name in ("folds", "max_iter", "mlp_hidden", "mlp_batch_size", "mlp_max_epochs", "mlp_patience"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"--{name} {getattr(self, name)}: expected a positive number")
 
 
-def _classifier(c: float, settings: ProbeSettings) -> Pipeline:
-    return make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=settings.max_iter))
-
-
-def _scores(metrics: tuple[str, ...], pred: np.ndarray, y: np.ndarray) -> dict[str, float]:
+def scores(metrics: tuple[str, ...], pred: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    """The task's metrics of ``pred`` and their mean, ``score`` (the number C is chosen by)."""
     values = compute_metrics(metrics, pred, y)
     return {**values, "score": main_score(values)}
 
 
-class _Fitter:
-    """Fits one feature set's probes and counts the fits that did not converge."""
-
-    def __init__(self, metrics: tuple[str, ...], regression: bool, settings: ProbeSettings):
-        self.metrics, self.regression, self.settings = metrics, regression, settings
-        self.not_converged = 0
-
-    def fit(self, x: np.ndarray, y: np.ndarray, c: float) -> Pipeline:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ConvergenceWarning)
-            if self.regression:
-                model = make_pipeline(StandardScaler(), RidgeCV(alphas=self.settings.alpha_grid)).fit(x, y)
-            else:
-                model = _classifier(c, self.settings).fit(x, y)
-        self.not_converged += sum(issubclass(w.category, ConvergenceWarning) for w in caught)
-        return model
-
-    def choose(self, x: np.ndarray, y: np.ndarray, x_sel: np.ndarray, y_sel: np.ndarray,
-               ) -> tuple[float, Pipeline]:
-        """The ``C`` whose fit on (x, y) scores best on the selection split, and that fit."""
-        best: tuple[float, float, Pipeline] | None = None
-        for c in self.settings.c_grid:
-            model = self.fit(x, y, c)
-            score = _scores(self.metrics, model.predict(x_sel), y_sel)["score"]
-            if best is None or score > best[0]:  # ties keep the smaller C (stronger regularisation)
-                best = (score, c, model)
-        assert best is not None
-        return best[1], best[2]
-
-    def choose_and_refit(self, x: np.ndarray, y: np.ndarray) -> Pipeline:
-        """Choose ``C`` on a held-out tenth of (x, y), then refit on all of it (RidgeCV: fit once)."""
-        if self.regression:
-            return self.fit(x, y, 0.0)
-        fit_rows, sel_rows = self.hold_out(np.arange(len(y)), y)
-        c, _ = self.choose(x[fit_rows], y[fit_rows], x[sel_rows], y[sel_rows])
-        return self.fit(x, y, c)
-
-    def hold_out(self, rows: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Split ``rows`` 90/10 (stratified for classes) into fitting and selection rows."""
-        stratify = None if self.regression else y
-        try:
-            return train_test_split(rows, test_size=0.1, random_state=self.settings.seed, stratify=stratify)
-        except ValueError:  # a class too rare to stratify: a plain random split
-            return train_test_split(rows, test_size=0.1, random_state=self.settings.seed)
-
-    def chosen(self, model: Pipeline) -> dict[str, Any]:
-        last = model[-1]
-        return {"alpha": float(last.alpha_)} if self.regression else {"C": float(last.C)}
+def hold_out(rows: np.ndarray, y: np.ndarray, regression: bool, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Split ``rows`` 90/10 (stratified for classes) into fitting and selection rows."""
+    stratify = None if regression else y
+    try:
+        return train_test_split(rows, test_size=0.1, random_state=seed, stratify=stratify)
+    except ValueError:  # a class too rare to stratify: a plain random split
+        return train_test_split(rows, test_size=0.1, random_state=seed)
 
 
 def cv_folds(y: np.ndarray, folds: int, regression: bool, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -159,38 +140,103 @@ def cv_folds(y: np.ndarray, folds: int, regression: bool, seed: int) -> list[tup
     return list(splitter(n_splits=folds, shuffle=True, random_state=seed).split(np.zeros(len(y)), y))
 
 
-def probe_cv(x: np.ndarray, y: np.ndarray, folds: list[tuple[np.ndarray, np.ndarray]], fitter: _Fitter,
-             ) -> dict[str, Any]:
+def probe_feature_set(features: dict[str, tuple[np.ndarray, np.ndarray | None]], labels: dict[str, np.ndarray],
+                      fs: FeatureSet, metrics: tuple[str, ...], regression: bool, settings: ProbeSettings,
+                      folds: list[tuple[np.ndarray, np.ndarray]] | None = None, device: str = "cpu",
+                      ) -> dict[str, Any]:
+    """Scores of one feature set (:func:`hire.probing.fit.probe_feature_sets` fits many at once). ``features``
+    maps each split to its ``(a, b)`` arrays; ``folds`` is given for cross-validation (split ``all``)."""
+    from hire.probing.fit import probe_feature_sets
+
+    return probe_feature_sets(features, labels, [fs], metrics, regression, settings, folds, device)[0]
+
+
+# --- the scikit-learn reference -------------------------------------------------------------------------------
+
+
+class _Reference:
+    """Fits one feature set's probes with scikit-learn and counts the fits that did not converge."""
+
+    def __init__(self, metrics: tuple[str, ...], regression: bool, settings: ProbeSettings, tol: float = 1e-4):
+        self.metrics, self.regression, self.settings, self.tol = metrics, regression, settings, tol
+        self.not_converged = 0
+
+    def fit(self, x: np.ndarray, y: np.ndarray, c: float) -> Any:
+        from sklearn.exceptions import ConvergenceWarning
+        from sklearn.linear_model import LogisticRegression, RidgeCV
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            if self.regression:
+                model = make_pipeline(StandardScaler(), RidgeCV(alphas=self.settings.alpha_grid)).fit(x, y)
+            else:
+                model = make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=self.settings.max_iter,
+                                                                          tol=self.tol))
+                model.fit(x, y)
+        self.not_converged += sum(issubclass(w.category, ConvergenceWarning) for w in caught)
+        return model
+
+    def choose(self, x: np.ndarray, y: np.ndarray, x_sel: np.ndarray, y_sel: np.ndarray) -> tuple[float, Any]:
+        """The ``C`` whose fit on (x, y) scores best on the selection split, and that fit."""
+        best: tuple[float, float, Any] | None = None
+        for c in self.settings.c_grid:
+            model = self.fit(x, y, c)
+            score = scores(self.metrics, model.predict(x_sel), y_sel)["score"]
+            if best is None or score > best[0]:  # ties keep the smaller C (stronger regularisation)
+                best = (score, c, model)
+        assert best is not None
+        return best[1], best[2]
+
+    def choose_and_refit(self, x: np.ndarray, y: np.ndarray) -> Any:
+        """Choose ``C`` on a held-out tenth of (x, y), then refit on all of it (RidgeCV: fit once)."""
+        if self.regression:
+            return self.fit(x, y, 0.0)
+        fit_rows, sel_rows = hold_out(np.arange(len(y)), y, self.regression, self.settings.seed)
+        c, _ = self.choose(x[fit_rows], y[fit_rows], x[sel_rows], y[sel_rows])
+        return self.fit(x, y, c)
+
+    def chosen(self, model: Any) -> dict[str, Any]:
+        last = model[-1]
+        return {"alpha": float(last.alpha_)} if self.regression else {"C": float(last.C)}
+
+
+def _reference_cv(x: np.ndarray, y: np.ndarray, folds: list[tuple[np.ndarray, np.ndarray]], fitter: _Reference,
+                  ) -> dict[str, Any]:
     pred = np.zeros(len(y), dtype=y.dtype)
     fold_scores, chosen = [], []
     for train, test in folds:
         model = fitter.choose_and_refit(x[train], y[train])
         pred[test] = model.predict(x[test])
-        fold_scores.append(_scores(fitter.metrics, pred[test], y[test])["score"])
+        fold_scores.append(scores(fitter.metrics, pred[test], y[test])["score"])
         chosen.append(fitter.chosen(model))
-    return {"splits": {"cv": _scores(fitter.metrics, pred, y)}, "fold_std": float(np.std(fold_scores)),
+    return {"splits": {"cv": scores(fitter.metrics, pred, y)}, "fold_std": float(np.std(fold_scores)),
             "chosen": chosen}
 
 
-def probe_split(xs: dict[str, np.ndarray], ys: dict[str, np.ndarray], fitter: _Fitter) -> dict[str, Any]:
+def _reference_split(xs: dict[str, np.ndarray], ys: dict[str, np.ndarray], fitter: _Reference) -> dict[str, Any]:
     if "test" in xs and not fitter.regression:  # SentEval: choose on dev, report dev and test of that model
         _, model = fitter.choose(xs["train"], ys["train"], xs["dev"], ys["dev"])
     else:  # choose on a held-out tenth of train, refit on all of it, report dev
         model = fitter.choose_and_refit(xs["train"], ys["train"])
-    splits = {s: _scores(fitter.metrics, model.predict(xs[s]), ys[s]) for s in xs if s != "train"}
+    splits = {s: scores(fitter.metrics, model.predict(xs[s]), ys[s]) for s in xs if s != "train"}
     return {"splits": splits, "chosen": [fitter.chosen(model)]}
 
 
-def probe_feature_set(features: dict[str, tuple[np.ndarray, np.ndarray | None]], labels: dict[str, np.ndarray],
-                      fs: FeatureSet, metrics: tuple[str, ...], regression: bool, settings: ProbeSettings,
-                      folds: list[tuple[np.ndarray, np.ndarray]] | None = None) -> dict[str, Any]:
-    """Scores of one feature set. ``features`` maps each split to its ``(a, b)`` arrays; ``folds`` is
-    given for cross-validation (split ``all``)."""
-    fitter = _Fitter(metrics, regression, settings)
+def reference_probe_feature_set(features: dict[str, tuple[np.ndarray, np.ndarray | None]],
+                                labels: dict[str, np.ndarray], fs: FeatureSet, metrics: tuple[str, ...],
+                                regression: bool, settings: ProbeSettings,
+                                folds: list[tuple[np.ndarray, np.ndarray]] | None = None, tol: float = 1e-4,
+                                ) -> dict[str, Any]:
+    """:func:`probe_feature_set` with scikit-learn (``StandardScaler`` + ``LogisticRegression`` or ``RidgeCV``),
+    one feature set at a time: the reference that the batched fitter is checked against (linear probes only).
+    ``tol``: ``LogisticRegression``'s (its default, as ``hire probe`` used it; smaller: closer to the optimum)."""
+    fitter = _Reference(metrics, regression, settings, tol)
     xs = {s: design_matrix(a, b, fs) for s, (a, b) in features.items()}
     if folds is not None:
-        result = probe_cv(xs["all"], labels["all"], folds, fitter)
+        result = _reference_cv(xs["all"], labels["all"], folds, fitter)
     else:
-        result = probe_split(xs, labels, fitter)
+        result = _reference_split(xs, labels, fitter)
     return {"row": fs.row, "layers": list(fs.layers), "pooling": fs.pooling, "dim": int(xs[next(iter(xs))].shape[1]),
             **result, "not_converged": fitter.not_converged}

@@ -99,22 +99,21 @@ def options_from_args(args: ProbeCommand) -> ProbeOptions:
     cache_dir = str(Path(args.cache_dir or default_cache_dir()).expanduser())
     check_results_dir(cache_dir, "--cache_dir")
     check_encoders(encoders)
-    tasks, data_dir = _ud_tasks(args, tasks)
+    tasks, treebank = _ud_tasks(args, tasks)
     columns = [c.strip() for c in args.text_columns.split(",") if c.strip()]
     custom = CustomFiles(args.train_file, args.dev_file, args.test_file, columns, args.label_column, args.regression)
     probe = ProbeSettings(args.folds, _floats("--c_grid", args.c_grid), _floats("--alpha_grid", args.alpha_grid),
-                          args.seed)
-    return ProbeOptions(encoders, tasks, args.output_dir, labels, cache_dir, data_dir,
+                          args.seed, probe=args.probe)
+    return ProbeOptions(encoders, tasks, args.output_dir, labels, cache_dir, args.data_dir,
                         args.senteval_dir, custom, args.max_length, args.batch_size, precision, args.cache_dtype,
                         device, args.max_train_examples, args.max_eval_examples, probe, args.fit_threads,
-                        args.overwrite)
+                        args.overwrite, treebank)
 
 
 def _ud_tasks(args: ProbeCommand, tasks: list[str]) -> tuple[list[str], str | None]:
-    """``ud-probes`` expanded to the UD tasks that ``--treebank`` supports (each skipped one said on stderr), and
-    the folder ``ProbeOptions.data_dir`` carries: the treebank where the tasks are UD tasks (ProbeOptions has no
-    field of its own for it yet), else ``--data_dir``. Every task is built here, so a bad treebank stops the
-    command before any work."""
+    """The tasks with ``ud-probes`` expanded to the UD tasks that ``--treebank`` supports (each skipped one said
+    on stderr; other tasks kept in their place), and the treebank folder (None where no UD task is asked). Every
+    UD task is built here, so a bad treebank stops the command before any work."""
     import sys
 
     from hire.data.conllu import default_ud_dir
@@ -124,12 +123,7 @@ def _ud_tasks(args: ProbeCommand, tasks: list[str]) -> tuple[list[str], str | No
     if not ud:
         if args.treebank is not None:
             raise ValueError("--treebank: only the UD probing tasks read it (--task ud-probes, ud-tense, ...)")
-        return tasks, args.data_dir
-    if len(ud) < len(tasks):
-        raise ValueError(f"--task: UD probing tasks ({', '.join(ud)}) run in a command of their own, apart from "
-                         f"{', '.join(t for t in tasks if t not in ud)}")
-    if args.data_dir is not None:
-        raise ValueError("--data_dir: the GLUE folder; the UD probing tasks read their treebank from --treebank")
+        return tasks, None
     treebank = str(Path(args.treebank).expanduser() if args.treebank else default_ud_dir())
     suite = build_ud_tasks(treebank, ud, args.seed)
     for name, why in suite.skipped.items():
@@ -138,7 +132,10 @@ def _ud_tasks(args: ProbeCommand, tasks: list[str]) -> tuple[list[str], str | No
     if not kept:
         raise ValueError(f"--task {','.join(ud)}: every task was skipped (too few examples in --treebank "
                          f"{treebank}; see above)")
-    return kept, treebank
+    out: list[str] = []
+    for t in tasks:
+        out += [k for k in kept if k not in out] if is_ud_task(t) else [t]
+    return out, treebank
 
 
 def _cmd_probe(args: ProbeCommand) -> int:
@@ -208,6 +205,9 @@ class ProbeCommand(EncoderOptions):
     alpha_grid: str = option("ridge regression: penalties to choose from by leave-one-out, comma-separated",
                              "0.1,1,10,100,1000,10000")
     seed: Seed = option("folds, held-out selection split, subsets", 0)
+    probe: Literal["linear", "mlp"] = option("linear: logistic regression (ridge for regression), C chosen from "
+                                             "--c_grid; mlp: SentEval's MLP probe (50 hidden units, early stopping)",
+                                             "linear")
     fit_threads: AtLeast1 = option("BLAS threads while fitting (1: the fastest for probes of this size; several "
                                    "probes never run at once)", 1)
 

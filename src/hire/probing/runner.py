@@ -1,4 +1,5 @@
-"""``hire probe`` end to end: features (cached), a probe per feature set, ``results.json``, the report.
+"""``hire probe`` end to end: features (cached), the probes of every feature set (fitted together, on
+``--device``), ``results.json``, the report.
 
 Results are data: everything the tables and figures show is in ``results.json``, written (atomically)
 after every finished (task, encoder), so an interrupted grid resumes where it stopped when the same
@@ -23,8 +24,9 @@ from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from hire.hardware import machine as run_machine
-from hire.probing.classifiers import ProbeSettings, cv_folds, feature_sets, probe_feature_set
+from hire.probing.classifiers import ProbeSettings, cv_folds, feature_sets
 from hire.probing.features import FeatureSettings, _atomic_write, split_features
+from hire.probing.fit import probe_feature_sets
 from hire.probing.sources import EncoderSource, fingerprint, resolve_source
 from hire.probing.tasks import CustomFiles, ProbeTask, load_probe_task, subsample
 
@@ -53,8 +55,9 @@ class ProbeOptions:
     max_train_examples: int | None = None
     max_eval_examples: int | None = None
     probe: ProbeSettings = field(default_factory=ProbeSettings)
-    fit_threads: int = 1  # BLAS threads while fitting: one is fastest for these sizes on a shared machine
+    fit_threads: int = 1  # CPU threads while fitting: one is fastest for these sizes on a shared machine
     overwrite: bool = False
+    treebank: str | None = None  # the UD treebank folder the ud-* tasks are built from (None: the default one)
 
     def comparable(self) -> dict[str, Any]:
         """The options that change a result (not where files go, batch size or device)."""
@@ -75,7 +78,7 @@ def machine(options: ProbeOptions) -> dict[str, Any]:
             "fit_threads": options.fit_threads,
             "precision": options.mixed_precision, "cache_dtype": options.cache_dtype,
             "python": sys.version.split()[0], "torch": torch.__version__,
-            "sklearn": sklearn.__version__}
+            "sklearn": sklearn.__version__, "fitter": f"hire.probing.fit ({options.probe.probe})"}
 
 
 def _labels(options: ProbeOptions) -> list[str]:
@@ -96,7 +99,8 @@ def _start(options: ProbeOptions, encoders: list[dict[str, Any]]) -> dict[str, A
     if not path.is_file() or options.overwrite:
         return fresh
     old = read_results(path, "pass --overwrite to write it afresh (cached features are reused)")
-    fixed = [{k: v for k, v in config.items() if k not in GROWS} for config in (old.get("config", {}), fresh["config"])]
+    configs = (_with_default_probe(old.get("config", {})), fresh["config"])
+    fixed = [{k: v for k, v in config.items() if k not in GROWS} for config in configs]
     weights = {e["label"]: e["fingerprint"] for e in encoders}
     extends = fixed[0] == fixed[1] and set(old.get("config", {}).get("tasks", ())) <= set(options.tasks) and all(
         weights.get(e["label"]) == e["fingerprint"] for e in old.get("encoders", []))
@@ -105,6 +109,16 @@ def _start(options: ProbeOptions, encoders: list[dict[str, Any]]) -> dict[str, A
                          "later command may only add encoders and tasks); pass --overwrite to replace them, or "
                          "choose another folder")
     return {**old, "config": fresh["config"], "encoders": encoders, "machine": fresh["machine"]}
+
+
+def _with_default_probe(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with the settings it predates at their defaults: results written before a setting existed were
+    made as its default makes them (a linear probe, no treebank)."""
+    probe = config.get("probe")
+    if not isinstance(probe, dict):
+        return config
+    defaults = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(ProbeSettings()).items()}
+    return {"treebank": None, **config, "probe": {**defaults, **probe}}
 
 
 def _save(results: dict[str, Any], out: Path) -> None:
@@ -135,11 +149,17 @@ def probe_encoder(task: ProbeTask, source: EncoderSource, print_name: str, fp: s
     if task.protocol == "cv":
         folds = cv_folds(labels["all"], options.probe.folds, task.regression, options.probe.seed)
     a = next(iter(features.values()))[0]
+    sets = feature_sets(a.shape[1])
     start = time.perf_counter()
-    with threadpool_limits(options.fit_threads):
-        rows = [probe_feature_set(features, labels, fs, task.metrics, task.regression, options.probe, folds)
-                for fs in tqdm(feature_sets(a.shape[1]), desc=f"probing {task.name} ({print_name})", unit="set",
-                               dynamic_ncols=True)]
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(options.fit_threads)
+        with threadpool_limits(options.fit_threads), tqdm(total=len(sets), desc=f"probing {task.name} ({print_name})",
+                                                          unit="set", dynamic_ncols=True) as bar:
+            rows = probe_feature_sets(features, labels, sets, task.metrics, task.regression, options.probe, folds,
+                                      options.device, progress=bar.update)
+    finally:
+        torch.set_num_threads(threads)
     fit_seconds = time.perf_counter() - start
     sentences = sum(len(e) * (2 if task.pair else 1) for e in task.splits.values())
     return {"rows": rows, "num_hidden_states": int(a.shape[1]), "hidden_size": int(a.shape[3]),
@@ -158,7 +178,8 @@ def run_probe(options: ProbeOptions) -> dict[str, Any]:
     results = _start(options, encoders)
     tasks = {}
     for name in options.tasks:  # read every task first: a bad file stops the run before any work
-        task = load_probe_task(name, options.data_dir, options.senteval_dir, options.custom)
+        task = load_probe_task(name, options.data_dir, options.senteval_dir, options.custom,
+                               treebank=options.treebank, seed=options.probe.seed)
         tasks[name] = subsample(task, options.max_train_examples, options.max_eval_examples, options.probe.seed)
         for note in task.notes:
             print(f"hire probe: {task.name}: {note}", file=sys.stderr)

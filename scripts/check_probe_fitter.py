@@ -1,0 +1,138 @@
+"""Recompute a committed ``hire probe`` grid's cells with the batched fitter and compare each with its score there.
+
+For every (task, encoder) of ``RESULTS`` (default ``experiments/probe-minilm/results.json``) whose encoder can be
+loaded here with the weights it names (the sha256 in the file), the features come from the feature cache or are
+encoded again with the grid's own settings (maximum length, precision, cache dtype; encoding the whole MiniLM grid
+took 30 minutes on the 2-core CPU), then every feature set is fitted by ``hire.probing.fit`` under the grid's
+protocol and settings, and each cell's score (every evaluation split) is compared with the committed one, which
+scikit-learn fitted. Encoders whose weights are not here are listed as skipped. Writes ``report.md`` and
+``results.json`` under OUT.
+
+    python scripts/check_probe_fitter.py OUT [--results experiments/probe-minilm/results.json] \\
+        [--task CoLA] [--encoder pre-trained] [--device cpu] [--tolerance 0.3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from threadpoolctl import threadpool_limits
+
+from hire.probing.classifiers import ProbeSettings, cv_folds, feature_sets
+from hire.probing.features import FeatureSettings, default_cache_dir, split_features
+from hire.probing.fit import probe_feature_sets
+from hire.probing.runner import read_results
+from hire.probing.sources import fingerprint, resolve_source
+from hire.probing.tasks import CustomFiles, load_probe_task, subsample
+from hire.reporting import markdown_table
+
+
+def check_one(results: dict[str, Any], task_name: str, label: str, args: argparse.Namespace) -> dict[str, Any]:
+    config, record = results["config"], results["tasks"][task_name]
+    encoder = next(e for e in results["encoders"] if e["label"] == label)
+    try:
+        source = resolve_source(encoder["encoder"])
+        fp = fingerprint(source)["sha256"]
+    except (ValueError, OSError) as error:
+        return {"task": task_name, "encoder": label, "skipped": f"encoder not here: {error}"}
+    if fp != encoder["fingerprint"]:
+        return {"task": task_name, "encoder": label, "skipped": "other weights than the grid's (sha256 differs)"}
+    custom = CustomFiles(**config["custom"])
+    task = load_probe_task(task_name, config["data_dir"], config["senteval_dir"], custom)
+    probe = ProbeSettings(**{k: tuple(v) if isinstance(v, list) else v for k, v in config["probe"].items()})
+    task = subsample(task, config["max_train_examples"], config["max_eval_examples"], probe.seed)
+    settings = FeatureSettings(config["max_length"], 64, config["mixed_precision"], config["cache_dtype"],
+                               args.device)
+    start = time.perf_counter()
+    features = {}
+    for split, examples in task.splits.items():
+        f = split_features(source, fp, task.name, split, examples, settings, Path(args.cache_dir))
+        features[split] = (f.a, f.b)
+    encode = time.perf_counter() - start
+    labels = {s: task.labels(s) for s in task.splits}
+    folds = cv_folds(labels["all"], probe.folds, task.regression, probe.seed) if task.protocol == "cv" else None
+    sets = feature_sets(next(iter(features.values()))[0].shape[1])
+    start = time.perf_counter()
+    with threadpool_limits(1):
+        rows = probe_feature_sets(features, labels, sets, task.metrics, task.regression, probe, folds, args.device)
+    fit = time.perf_counter() - start
+    committed = {(r["row"], r["pooling"]): r for r in record["results"][label]["rows"]}
+    cells = []
+    for row in rows:
+        old = committed[(row["row"], row["pooling"])]
+        for split, values in row["splits"].items():
+            cells.append({"row": row["row"], "pooling": row["pooling"], "split": split, "new": values["score"],
+                          "committed": old["splits"][split]["score"],
+                          "difference_points": 100 * (values["score"] - old["splits"][split]["score"]),
+                          "same_choice": row["chosen"] == old["chosen"]})
+    worst = max(abs(c["difference_points"]) for c in cells)
+    return {"task": task_name, "encoder": label, "encode_seconds": round(encode, 1), "fit_seconds": round(fit, 1),
+            "committed_fit_seconds": record["results"][label]["seconds"]["fit"], "cells": cells,
+            "max_difference_points": worst, "over_tolerance": sum(abs(c["difference_points"]) > args.tolerance
+                                                                  for c in cells),
+            "same_choices": float(np.mean([c["same_choice"] for c in cells]))}
+
+
+def report(checks: list[dict[str, Any]], args: argparse.Namespace) -> str:
+    done = [c for c in checks if "cells" in c]
+    rows = [[c["task"], c["encoder"], str(len(c["cells"])), f"{c['max_difference_points']:.2f}",
+             str(c["over_tolerance"]), f"{100 * c['same_choices']:.0f}%", str(c["encode_seconds"]),
+             str(c["fit_seconds"]), str(c["committed_fit_seconds"])] for c in done]
+    lines = ["# The batched probe fitter against the committed grid", "",
+             f"`{' '.join(['python', *sys.argv])}` on {args.device}. Each cell's score recomputed by "
+             f"`hire.probing.fit` minus the committed (scikit-learn) score, in points (x 100); tolerance "
+             f"{args.tolerance}.", "",
+             *markdown_table(["task", "encoder", "cells", "largest difference (abs)", f"over {args.tolerance}",
+                              "same C", "encode s", "fit s", "committed fit s"], rows), ""]
+    lines += [f"- skipped {c['task']} / {c['encoder']}: {c['skipped']}" for c in checks if "skipped" in c]
+    lines += ["", "## Every cell", ""]
+    lines += markdown_table(["task", "encoder", "row", "pooling", "split", "committed", "new", "difference",
+                             "same C"],
+                            [[c["task"], c["encoder"], cell["row"], cell["pooling"], cell["split"],
+                              f"{cell['committed']:.4f}", f"{cell['new']:.4f}", f"{cell['difference_points']:+.2f}",
+                              "yes" if cell["same_choice"] else "no"] for c in done for cell in c["cells"]])
+    ok = all(c["over_tolerance"] == 0 for c in done)
+    lines += ["", f"Every checked cell within {args.tolerance} points: {'yes' if ok else '**no**'}.", ""]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", help="folder for report.md and results.json")
+    parser.add_argument("--results", default="experiments/probe-minilm/results.json")
+    parser.add_argument("--task", action="append", default=[], help="only these tasks (repeatable)")
+    parser.add_argument("--encoder", action="append", default=[], help="only these encoder labels (repeatable)")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--cache_dir", default=str(default_cache_dir()))
+    parser.add_argument("--tolerance", type=float, default=0.3, help="points")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    results = read_results(Path(args.results), "not a `hire probe` results file")
+    checks = []
+    for task_name, record in results["tasks"].items():
+        if args.task and task_name not in args.task:
+            continue
+        for label in record["results"]:
+            if args.encoder and label not in args.encoder:
+                continue
+            checks.append(check_one(results, task_name, label, args))
+            print(f"{task_name} / {label}: " + (checks[-1].get("skipped") or
+                  f"largest difference {checks[-1]['max_difference_points']:.2f} points"), file=sys.stderr)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps({"command": " ".join(sys.argv), "checks": checks}, indent=2) + "\n")
+    text = report(checks, args)
+    (out / "report.md").write_text(text)
+    print(text)
+    return 0 if all(c.get("over_tolerance", 0) == 0 for c in checks) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,135 @@
+"""``hire probe-tokens`` and ``hire probe-tokens-report``: what every hidden state knows about each word, with
+controls (:mod:`hire.probing.tokens`).
+
+The options are a typed dataclass parsed by jsonargparse (:mod:`hire.options`); errors go through the ``hire``
+command's handler: one line naming the option or file at fault, exit status 2. The options, the output folder,
+its earlier results, the encoders and every data file are checked before any encoding or writing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from hire.config import AtLeast1, ConfigError, Seed
+from hire.options import Command, option, typed_command
+
+EPILOG = """\
+tasks: ud-upos, ud-deprel (from --treebank), conll-pos, conll-chunk, conll-ner (from --conll2003), or all.
+Controls beside every table: the majority class, a control task (each word type mapped to a random tag drawn
+from the training distribution; selectivity = task accuracy - control accuracy) and, when given, an encoder's
+random-weight twin (random:<encoder>).
+
+examples:
+  hire probe-tokens --encoders all-MiniLM-L6-v2,random:all-MiniLM-L6-v2 --tasks all --output_dir runs/tokens
+  hire probe-tokens --encoders all-MiniLM-L6-v2 --tasks ud-upos,ud-deprel --treebank ud/en_gum --subword mean \\
+      --output_dir runs/tokens-gum
+  hire probe-tokens-report runs/tokens
+"""
+
+
+def _names(words: Sequence[str]) -> list[str]:
+    return [w.strip() for word in words for w in word.split(",") if w.strip()]
+
+
+def parse_grid(text: str) -> tuple[float, ...]:
+    """``--c_grid``: positive numbers separated by commas; ConfigError otherwise."""
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise ConfigError(f"--c_grid: expected numbers separated by commas, not {text!r}") from None
+    if not values or any(not v > 0 for v in values):
+        raise ConfigError(f"--c_grid: expected positive numbers separated by commas, not {text!r}")
+    return values
+
+
+@dataclass(kw_only=True)
+class TokenProbeCommand:
+    encoders: list[str] = option("encoders, comma-separated: hub name, local folder, all-MiniLM-L6-v2, a run or saved "
+                                 "model folder, or random:<encoder> (its architecture with random weights and its "
+                                 "real tokenizer; default: all-MiniLM-L6-v2)", [])
+    tasks: list[str] = option("tasks, comma-separated, or all (the default)", [])
+    output_dir: str = option("where results.json, report.md and figures/ go (a later run adds encoders or tasks)")
+    overwrite: bool = option("start afresh where --output_dir holds probes run with other options", False)
+    # data
+    treebank: str | None = option("UD treebank folder (<name>-ud-{train,dev,test}.conllu; default: $HIRE_UD_DIR or "
+                                  "../shared/data/ud/en_ewt)", None)
+    conll2003: str | None = option("CoNLL-2003 folder (default: $HIRE_CONLL2003_DIR or ../shared/data/conll2003)",
+                                   None)
+    deprel: Literal["universal", "full"] = option("ud-deprel: the universal relation (before ':') or the full one",
+                                                  "universal")
+    max_train_sentences: AtLeast1 | None = option("the first N training sentences of each source (quick runs)", None)
+    max_eval_sentences: AtLeast1 | None = option("the first N dev and test sentences (quick runs)", None)
+    # features
+    subword: Literal["first", "last", "mean"] = option("a word's vector: its first, last or mean sub-token", "first")
+    cache_dir: str | None = option("feature cache (default: $HIRE_FEATURE_CACHE or ~/.cache/hire/features)", None)
+    max_length: AtLeast1 = option("sub-tokens per window (longer sentences: overlapping windows)", 128)
+    encode_batch_size: AtLeast1 = option("windows per encoder forward pass", 32)
+    device: str = option("cpu, cuda, cuda:1 ... for encoding and fitting (auto: cuda where there is one)", "auto")
+    # probes
+    c_grid: str = option("inverse regularisation strengths, chosen per layer on dev, comma-separated",
+                         "0.001,0.01,0.1,1")
+    max_iter: AtLeast1 = option("L-BFGS iterations at most per probe", 1000)
+    seed: Seed = option("the control task's word-type labels and the random-weight encoders", 0)
+
+
+@dataclass(kw_only=True)
+class TokenProbeReportCommand:
+    output_dir: str = option("a `hire probe-tokens` output folder", positional=True)
+
+
+def _cmd_probe_tokens(args: TokenProbeCommand) -> int:
+    from hire.probing.tokens import FitSettings, TokenProbeRun, parse_tasks, run_token_probes, summary_rows
+
+    tasks = parse_tasks(args.tasks)
+    grid = parse_grid(args.c_grid)
+    import torch
+
+    device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"--device {args.device}: no CUDA device here")
+    run = TokenProbeRun(encoders=_names(args.encoders) or ["all-MiniLM-L6-v2"], tasks=tasks,
+                        output_dir=args.output_dir, treebank=args.treebank, conll2003=args.conll2003,
+                        subword=args.subword, deprel=args.deprel, max_train_sentences=args.max_train_sentences,
+                        max_eval_sentences=args.max_eval_sentences, max_length=args.max_length,
+                        encode_batch_size=args.encode_batch_size, cache_dir=args.cache_dir,
+                        fit=FitSettings(grid, args.max_iter, device), seed=args.seed, overwrite=args.overwrite)
+    results = run_token_probes(run)
+    labels = [e["label"] for e in results["encoders"]]
+    for row in summary_rows(results, labels):
+        print(f"{row[0]} / {row[1]}: best layer {row[5]}, expected layer {row[6]} (running best {row[7]}), "
+              f"majority {row[2]}")
+    print(f"results in {args.output_dir}/ (results.json, report.md, figures/layers.png)")
+    return 0
+
+
+def _cmd_report(args: TokenProbeReportCommand) -> int:
+    from hire.probing.tokens import redraw
+
+    redraw(args.output_dir)
+    print(f"redrawn: {args.output_dir}/report.md, figures/layers.png")
+    return 0
+
+
+def add_commands() -> list[Command]:
+    """``hire probe-tokens`` and ``hire probe-tokens-report``."""
+    return [
+        typed_command(
+            "probe-tokens", TokenProbeCommand, _cmd_probe_tokens,
+            "probe every hidden state for each word's tag (UPOS, dependency relation, POS, chunk, NER), with controls",
+            "Encode each word once with a frozen encoder (its first, last or mean sub-token, every hidden state, "
+            "cached), then fit a multinomial logistic regression per hidden state (C chosen on dev by token "
+            "accuracy) for UPOS and dependency relations of a UD treebank and CoNLL-2003's POS, chunk and NER tags; "
+            "score dev and test. Beside every table: the majority class, a control task (Hewitt & Liang 2019: each "
+            "word type mapped to a random tag; selectivity = task - control accuracy) and random-weight twins of "
+            "the encoders (random:<encoder>). Writes results.json, report.md (best and expected layer per task) and "
+            "one figure with every task.", EPILOG, config=True),
+        typed_command("probe-tokens-report", TokenProbeReportCommand, _cmd_report,
+                      "redraw a token probe's report and figure from its results.json",
+                      "Regenerate report.md and figures/layers.png of `hire probe-tokens` from "
+                      "OUTPUT_DIR/results.json alone, byte for byte."),
+    ]
+
+
+__all__ = ["TokenProbeCommand", "TokenProbeReportCommand", "add_commands", "parse_grid"]

@@ -1,0 +1,756 @@
+"""Token probes: what every hidden state of a frozen encoder knows about each word, with the controls that say
+whether a score shows what the encoder knows or what the probe learned.
+
+**Tasks.** UPOS and dependency relation of every syntactic word of a CoNLL-U treebank (its own train/dev/test;
+the relation's universal part, before ``:``, unless ``deprel="full"``), and the POS, chunk and NER tags of
+CoNLL-2003 (chunk and NER in IOB2, each tag a class of its own):
+
+- the encoder reads a sentence's *surface tokens* (a UD multi-word token such as *don't* once, as in running
+  text), and a syntactic word takes the vector of the surface token that spells it (the words *do* and *n't* of
+  *don't* share one vector, so a probe cannot tell them apart: about 1% of English EWT's words);
+- each word's vector at every hidden state ``H_0 .. H_l`` is its first, last or mean sub-token's
+  (:mod:`hire.featurebased.cache`: computed once per encoder and split, shared by the tasks of a source).
+
+**Probe.** A multinomial logistic regression per hidden state, fitted by :func:`hire.probing.fit.fit_logistic`
+(scikit-learn's objective on standardised features, as ``hire probe`` fits it),
+``C`` chosen per state by token accuracy on dev (ties: the smaller ``C``), that model scored on dev and test. Metrics:
+token accuracy; for NER also the **per-token macro F1** over the tags other than ``O`` (each token scored on
+its own, not seqeval's entity F1). A dev/test tag never seen in training counts as an error.
+
+**Controls.**
+
+- the majority class: the most frequent training tag, scored on dev and test;
+- a control task (Hewitt & Liang, 2019): every word *type* (its form, case kept) gets a label drawn from the
+  task's training tag distribution, from a hash of the seed and the form alone (so a type has one label in every
+  split, and an unseen type gets one too), and the same probe is trained on those labels. *Selectivity* is the
+  task accuracy less the control accuracy, per layer: what the probe reads from the representation beyond
+  memorising word identities;
+- an encoder with random weights (``random:<encoder>``: the encoder's architecture from its configuration with
+  ``from_config`` under a fixed seed, and its real tokenizer): what a probe learns from token identity alone.
+
+**Which layer knows what.** Per task and encoder, on the test split: the best layer and the expected layer
+under the differential scores (edge probing, Tenney et al. 2019), ``E[l] = sum_l l * D_l / sum_l D_l`` with
+``D_l = s_l - s_{l-1}`` for ``l = 1 .. L`` (undefined where ``sum_l D_l = s_L - s_0 <= 0``: no layer adds
+anything). Tenney et al. take ``s_l`` from cumulative scalar mixes of layers ``0 .. l``; here ``s_l`` is the
+probe of layer ``l`` alone, so the expected layer is also given over the running best ``max(s_0 .. s_l)``
+(:func:`expected_layer` with ``cumulative=True``), which stays within ``1 .. L`` where scores fall after a peak.
+
+``results.json`` holds every cell; :func:`write_report` draws ``report.md`` and ``figures/layers.png`` from it
+alone (byte-identical when redrawn).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hire.config import ConfigError
+from hire.data.examples import DataError, TokenExample
+
+RESULTS_VERSION = 1
+RANDOM_PREFIX = "random:"
+SPLITS = ("train", "dev", "test")
+EVAL_SPLITS = ("dev", "test")
+HEADLINE = "test"
+
+
+@dataclass(frozen=True)
+class TokenTask:
+    """A token probing task: the data ``source`` (``ud`` or ``conll2003``) and the ``column`` tagged."""
+
+    name: str
+    source: str
+    column: str
+    description: str
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return ("accuracy", "macro_f1") if self.column == "ner" else ("accuracy",)
+
+
+TASKS: dict[str, TokenTask] = {t.name: t for t in (
+    TokenTask("ud-upos", "ud", "upos", "universal part of speech (UPOS) of every syntactic word"),
+    TokenTask("ud-deprel", "ud", "deprel", "dependency relation of every syntactic word to its head"),
+    TokenTask("conll-pos", "conll2003", "pos", "CoNLL-2003 part-of-speech tag (Penn Treebank)"),
+    TokenTask("conll-chunk", "conll2003", "chunk", "CoNLL-2003 chunk tag (IOB2, each tag a class)"),
+    TokenTask("conll-ner", "conll2003", "ner", "CoNLL-2003 named-entity tag (IOB2, each tag a class)"),
+)}
+
+
+def parse_tasks(words: Sequence[str]) -> list[str]:
+    """``--tasks``: names or ``all``, comma-separated or repeated; ConfigError naming an unknown one."""
+    names = [w.strip() for word in words for w in word.split(",") if w.strip()] or ["all"]
+    out: list[str] = []
+    for name in names:
+        if name != "all" and name not in TASKS:
+            raise ConfigError(f"--tasks: unknown task {name!r}; choose from all, {', '.join(TASKS)}")
+        out.extend(t for t in (TASKS if name == "all" else [name]) if t not in out)
+    return out
+
+
+# --- data -------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class WordSplit:
+    """One split of a source: the sentences the encoder reads (``sentences``, surface tokens), and one row per
+    probed word: ``token_rows[i]`` is word ``i``'s row in the split's flattened token features, ``forms[i]`` its
+    form (its type for the control task), ``tags[column][i]`` its tag."""
+
+    sentences: list[TokenExample]
+    token_rows: np.ndarray
+    forms: list[str]
+    tags: dict[str, list[str]]
+    path: str
+
+    def __len__(self) -> int:
+        return len(self.forms)
+
+
+def _universal(deprel: str) -> str:
+    return deprel.split(":", 1)[0]
+
+
+def load_ud(treebank: str | Path | None, deprel: str = "universal", max_sentences: dict[str, int | None] | None = None,
+            ) -> dict[str, WordSplit]:
+    """A CoNLL-U treebank's train/dev/test as :class:`WordSplit` (columns ``upos`` and ``deprel``), every file
+    read and checked (DataError naming file and line); ``max_sentences[split]`` keeps the first N sentences."""
+    from hire.data.conllu import default_ud_dir, find_treebank, read_conllu
+
+    if deprel not in ("universal", "full"):
+        raise ConfigError(f"--deprel {deprel}: expected universal or full")
+    files = find_treebank(treebank if treebank is not None else default_ud_dir(), "--treebank")
+    out = {}
+    for split in SPLITS:
+        sentences = read_conllu(files[split])[: (max_sentences or {}).get(split)]
+        examples, rows, forms, upos, rels = [], [], [], [], []
+        offset = 0
+        for i, sent in enumerate(sentences):
+            tokens = sent.tokens()
+            examples.append(TokenExample(sent.sent_id or str(i), tuple(form for form, _, _ in tokens), line=sent.line))
+            for t, (_, first, last) in enumerate(tokens):
+                for word in sent.words[first - 1 : last]:
+                    rows.append(offset + t)
+                    forms.append(word.form)
+                    upos.append(word.upos)
+                    rels.append(word.deprel if deprel == "full" else _universal(word.deprel))
+            offset += len(tokens)
+        out[split] = WordSplit(examples, np.asarray(rows, dtype=np.int64), forms, {"upos": upos, "deprel": rels},
+                               str(files[split]))
+    return out
+
+
+def load_conll2003(data_dir: str | Path | None, max_sentences: dict[str, int | None] | None = None,
+                   ) -> dict[str, WordSplit]:
+    """CoNLL-2003's train/dev/test as :class:`WordSplit` (columns ``pos``, ``chunk`` and ``ner``, IOB2), read with
+    :func:`hire.data.conll.read_conll2003` (DataError naming file and line)."""
+    from hire.data.conll import read_conll2003
+
+    out = {}
+    for split in SPLITS:
+        columns = {c: read_conll2003(data_dir, split, c) for c in ("pos", "chunk", "ner")}
+        limit = (max_sentences or {}).get(split)
+        sentences = columns["ner"].examples[:limit]
+        forms = [w for ex in sentences for w in ex.tokens]
+        tags = {c: [t for ex in f.examples[:limit] for t in (ex.tags or ())] for c, f in columns.items()}
+        bare = [TokenExample(ex.guid, ex.tokens, document=ex.document, line=ex.line) for ex in sentences]
+        out[split] = WordSplit(bare, np.arange(len(forms), dtype=np.int64), forms, tags, str(columns["ner"].path))
+    return out
+
+
+def label_ids(tags: dict[str, list[str]]) -> tuple[list[str], dict[str, np.ndarray]]:
+    """The training tags (sorted) and every split's tags as ids into them; a tag unseen in training is -1 (never
+    predicted, so always an error)."""
+    names = sorted(set(tags["train"]))
+    index = {name: i for i, name in enumerate(names)}
+    return names, {split: np.array([index.get(t, -1) for t in values], dtype=np.int64)
+                   for split, values in tags.items()}
+
+
+# --- controls ---------------------------------------------------------------------------------------------------
+
+
+def control_label(form: str, cumulative: np.ndarray, seed: int) -> int:
+    """The control task's label of word type ``form``: a uniform number from the SHA-256 of the seed and the form
+    (a function of the type alone, whatever split it appears in), mapped through the cumulative label
+    distribution ``cumulative`` (its last entry 1)."""
+    digest = hashlib.sha256(f"{seed}\x1f{form}".encode()).digest()
+    u = int.from_bytes(digest[:8], "big") / 2.0**64
+    return int(min(np.searchsorted(cumulative, u, side="right"), len(cumulative) - 1))
+
+
+def control_labels(forms: dict[str, Sequence[str]], train_labels: np.ndarray, num_labels: int, seed: int,
+                   ) -> dict[str, np.ndarray]:
+    """Hewitt & Liang's control task: each word type mapped to a label drawn (by :func:`control_label`) from the
+    training labels' distribution, for every split's words."""
+    counts = np.bincount(train_labels[train_labels >= 0], minlength=num_labels).astype(np.float64)
+    cumulative = np.cumsum(counts / counts.sum())
+    cumulative[-1] = 1.0
+    memo: dict[str, int] = {}
+    out = {}
+    for split, words in forms.items():
+        labels = np.empty(len(words), dtype=np.int64)
+        for i, form in enumerate(words):
+            if form not in memo:
+                memo[form] = control_label(form, cumulative, seed)
+            labels[i] = memo[form]
+        out[split] = labels
+    return out
+
+
+def majority(train_labels: np.ndarray, gold: dict[str, np.ndarray], metric: Callable[[np.ndarray, np.ndarray],
+             dict[str, float]]) -> tuple[int, dict[str, dict[str, float]]]:
+    """The most frequent training label (the smallest id on ties) and its scores on each split of ``gold``."""
+    label = int(np.bincount(train_labels[train_labels >= 0]).argmax())
+    return label, {split: metric(np.full(len(y), label), y) for split, y in gold.items()}
+
+
+def selectivity(task: dict[str, float], control: dict[str, float]) -> float:
+    """Hewitt & Liang's selectivity: task accuracy less control-task accuracy (fractions, as the cells hold)."""
+    return task["accuracy"] - control["accuracy"]
+
+
+def expected_layer(scores: Sequence[float], cumulative: bool = False) -> float | None:
+    """``sum_l l * D_l / sum_l D_l`` with ``D_l = s_l - s_{l-1}`` (``l = 1 .. L``, ``scores[l] = s_l``); None when
+    the differences sum to at most 0 (no layer improves on the embeddings), where the mean is undefined.
+
+    ``cumulative``: ``s_l`` is first replaced by ``max(s_0 .. s_l)``, the best score of the layers up to ``l``
+    (closer to Tenney et al.'s cumulative mixes: every ``D_l >= 0``, so the mean lies in ``1 .. L``); with raw
+    scores a curve that falls after a peak makes ``sum_l D_l = s_L - s_0`` small and the mean leaves ``0 .. L``."""
+    s = np.asarray(scores, dtype=np.float64)
+    if cumulative:
+        s = np.maximum.accumulate(s)
+    delta = np.diff(s)
+    total = float(delta.sum())
+    if len(s) < 2 or total <= 1e-12:
+        return None
+    return float((np.arange(1, len(s)) * delta).sum() / total)
+
+
+def token_metrics(tag_names: Sequence[str], column: str) -> Callable[[np.ndarray, np.ndarray], dict[str, float]]:
+    """The scorer of a task: token accuracy, and for NER the per-token macro F1 over the tags other than ``O``."""
+    from sklearn.metrics import f1_score
+
+    entity = [i for i, name in enumerate(tag_names) if name != "O"]
+
+    def score(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
+        out = {"accuracy": float(np.mean(pred == gold)) if len(gold) else 0.0}
+        if column == "ner":
+            out["macro_f1"] = float(f1_score(gold, pred, labels=entity, average="macro", zero_division=0))
+        return out
+
+    return score
+
+
+# --- fitting ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """The logistic-regression probe: the ``C`` grid (chosen on dev by accuracy), L-BFGS's iteration limit and
+    where it runs."""
+
+    c_grid: tuple[float, ...] = (0.001, 0.01, 0.1, 1.0)
+    max_iter: int = 1000
+    device: str = "cpu"
+
+
+def probe_layers(features: dict[str, np.ndarray], targets: dict[str, dict[str, np.ndarray]],
+                 score: Callable[[np.ndarray, np.ndarray], dict[str, float]], settings: FitSettings,
+                 ) -> dict[str, list[dict[str, Any]]]:
+    """A probe per hidden state for each labelling in ``targets`` (e.g. ``{"task": {split: ids}, "control":
+    ...}``: training ids >= 0; a dev/test id -1 is never predicted), on ``features[split]`` ``(N, l + 1, d)``.
+
+    Each hidden state is one feature set of :mod:`hire.probing.fit`, fitted as ``hire probe`` fits a task with a
+    labelled test split: standardised on train (:func:`~hire.probing.fit.standardise`,
+    :func:`~hire.probing.fit.row_sets`, its preconditioner), one :func:`~hire.probing.fit.fit_logistic` per
+    ``C`` of the grid, each started from the previous ``C``'s solution (scikit-learn's objective and stopping
+    rule), and each state's ``C`` the first best by dev accuracy (the smaller ``C`` on ties). The states are
+    fitted one after another. Returns, per labelling, one cell per state: ``{"layer", "C", "dev": scores,
+    "test": scores, "not_converged"}``."""
+    import torch
+
+    from hire.probing.fit import PRECONDITION_MAX_DIM, Preconditioner, fit_logistic, row_sets, standardise
+
+    device = torch.device(settings.device)
+    grid = sorted(settings.c_grid)
+    out: dict[str, list[dict[str, Any]]] = {name: [] for name in targets}
+    for layer in range(features["train"].shape[1]):
+        raw = {split: torch.from_numpy(np.asarray(a[:, layer], dtype=np.float32)).to(device)
+               for split, a in features.items()}
+        mean, scale = standardise(raw["train"])
+        xs = {split: (x - mean).div_(scale) for split, x in raw.items()}
+        del raw
+        rs = row_sets(xs["train"], [np.arange(len(xs["train"]))])
+        pre = Preconditioner(xs["train"]) if xs["train"].shape[1] <= PRECONDITION_MAX_DIM else None
+        for name, labels in targets.items():
+            classes = np.unique(labels["train"])
+            classes_t = torch.as_tensor(classes, device=device)
+            y = torch.as_tensor(np.searchsorted(classes, labels["train"]), device=device)
+            fits: list[Any] = []
+            for c in grid:  # each C's solver starts from the previous (smaller) C's solution
+                fits.append(fit_logistic(xs["train"], y, classes_t, rs, [0], [c], settings.max_iter,
+                                         fits[-1] if fits else None, pre))
+            dev = [f.predict(xs["dev"], classes_t)[0].cpu().numpy() for f in fits]
+            accuracy = [float(np.mean(p == labels["dev"])) if len(p) else 0.0 for p in dev]
+            best = int(np.argmax(accuracy))  # the first best: ties keep the smaller C
+            preds = {"dev": dev[best], "test": fits[best].predict(xs["test"], classes_t)[0].cpu().numpy()}
+            out[name].append({"layer": layer, "C": grid[best],
+                              **{split: score(preds[split], labels[split]) for split in EVAL_SPLITS},
+                              "not_converged": int(sum(int((~f.converged).sum()) for f in fits))})
+        del xs, rs, pre
+    return out
+
+
+# --- encoders ---------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TokenEncoder:
+    """An encoder to probe: ``spec`` as given (``random:<encoder>`` for the random-weight twin), its kind,
+    and how to get its tokenizer, weights and cache key (the weights loaded or built only when needed)."""
+
+    spec: str
+    seed: int = 0
+    _base: Any = field(default=None, repr=False)
+    _random: Any = field(default=None, repr=False)
+
+    @property
+    def random(self) -> bool:
+        return self.spec.startswith(RANDOM_PREFIX)
+
+    @property
+    def base_spec(self) -> str:
+        return self.spec[len(RANDOM_PREFIX):] if self.random else self.spec
+
+    def source(self) -> Any:
+        from hire.probing.sources import resolve_source
+
+        if self._base is None:
+            self._base = resolve_source(self.base_spec)
+        return self._base
+
+    @property
+    def kind(self) -> str:
+        return "random" if self.random else self.source().kind
+
+    def tokenizer(self) -> Any:
+        """The real tokenizer (a random twin's too), reading given words as running text."""
+        from hire.model import load_tokenizer
+
+        source = self.source()
+        return source.load()[1] if source.kind == "hire-model" else load_tokenizer(source.path, words=True)
+
+    def _random_encoder(self) -> Any:
+        if self._random is None:
+            import torch
+            from transformers import AutoConfig
+
+            from hire.encoder import Encoder
+
+            source = self.source()
+            config = source.load()[0].config if source.kind == "hire-model" else AutoConfig.from_pretrained(
+                source.path)
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(self.seed)
+                self._random = Encoder.from_config(config).eval()
+        return self._random
+
+    def encoder(self) -> Any:
+        return self._random_encoder() if self.random else self.source().load()[0]
+
+    def key(self) -> str:
+        """The feature cache's encoder key: the files' hashes (:func:`hire.featurebased.cache.encoder_key`), and
+        for a random twin the hash of its built weights."""
+        from hire.featurebased.cache import encoder_key
+
+        if not self.random:
+            return encoder_key(self.spec)
+        from hire.probing.sources import module_sha256
+
+        digest = json.dumps({"encoder": self.spec, "seed": self.seed, "weights": module_sha256(self._random_encoder())},
+                            sort_keys=True)
+        return hashlib.sha256(digest.encode()).hexdigest()
+
+    def release(self) -> None:
+        if self._base is not None:
+            self._base.release()
+        self._random = None
+
+
+def check_encoder_specs(specs: Sequence[str]) -> None:
+    """Every ``--encoders`` entry loadable (a ``random:`` twin's encoder too), before any work."""
+    from hire.probing.sources import check_source
+
+    if not specs:
+        raise ConfigError("--encoders: give at least one encoder")
+    if len(set(specs)) < len(specs):
+        raise ConfigError("--encoders: the same encoder twice")
+    for spec in specs:
+        base = spec[len(RANDOM_PREFIX):] if spec.startswith(RANDOM_PREFIX) else spec
+        if not base:
+            raise ConfigError(f"--encoders {spec}: random: needs an encoder after it (random:all-MiniLM-L6-v2)")
+        check_source(base, "--encoders")
+
+
+# --- the run ----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TokenProbeRun:
+    """What ``hire probe-tokens`` does: ``encoders`` (specs) x ``tasks`` into ``output_dir``."""
+
+    encoders: list[str]
+    tasks: list[str]
+    output_dir: str
+    treebank: str | None = None
+    conll2003: str | None = None
+    subword: str = "first"
+    deprel: str = "universal"
+    max_train_sentences: int | None = None
+    max_eval_sentences: int | None = None
+    max_length: int = 128
+    encode_batch_size: int = 32
+    cache_dir: str | None = None
+    fit: FitSettings = field(default_factory=FitSettings)
+    seed: int = 0
+    overwrite: bool = False
+
+    def config(self) -> dict[str, Any]:
+        """What every cell of one results.json shares (the encoders and tasks may grow)."""
+        from hire.data.conll import default_conll2003_dir
+        from hire.data.conllu import default_ud_dir
+
+        needs = {TASKS[t].source for t in self.tasks}
+        return {"subword": self.subword, "deprel": self.deprel, "max_length": self.max_length,
+                "max_train_sentences": self.max_train_sentences, "max_eval_sentences": self.max_eval_sentences,
+                "c_grid": sorted(self.fit.c_grid), "max_iter": self.fit.max_iter, "seed": self.seed,
+                "treebank": str(Path(self.treebank or default_ud_dir()).expanduser().resolve()) if "ud" in needs
+                else None,
+                "conll2003": str(Path(self.conll2003 or default_conll2003_dir()).expanduser().resolve())
+                if "conll2003" in needs else None}
+
+
+def _limits(run: TokenProbeRun) -> dict[str, int | None]:
+    return {"train": run.max_train_sentences, "dev": run.max_eval_sentences, "test": run.max_eval_sentences}
+
+
+def load_sources(run: TokenProbeRun) -> dict[str, dict[str, WordSplit]]:
+    """Every source the tasks need, read and checked (before any encoding)."""
+    needs = {TASKS[t].source for t in run.tasks}
+    out = {}
+    if "ud" in needs:
+        out["ud"] = load_ud(run.treebank, run.deprel, _limits(run))
+    if "conll2003" in needs:
+        out["conll2003"] = load_conll2003(run.conll2003, _limits(run))
+    return out
+
+
+def read_results(output_dir: str | Path) -> dict[str, Any] | None:
+    """The results.json of an output folder, or None where there is none; DataError where it is unreadable."""
+    path = Path(output_dir) / "results.json"
+    if not path.is_file():
+        return None
+    try:
+        results = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise DataError(f"{path}: not a readable results.json ({err})") from None
+    if not isinstance(results, dict) or results.get("command") != "probe-tokens" or "tasks" not in results:
+        raise DataError(f"{path}: not the results.json of hire probe-tokens")
+    return results
+
+
+def _check_folder(folder: str, option: str) -> None:
+    """A folder the command may write in, and none of a training run's own files."""
+    from hire.checks import check_output_folder
+    from hire.runs import check_not_run_file
+
+    check_output_folder(folder, option)
+    check_not_run_file(folder, option)
+
+
+def prepare(run: TokenProbeRun) -> tuple[dict[str, Any], dict[str, dict[str, WordSplit]]]:
+    """Check everything before any encoding or writing: the options, the folder's earlier results (the same
+    options, else ``--overwrite``), the encoders and the data. Returns the results to extend and the data."""
+    if not run.tasks:
+        raise ConfigError("--tasks: give at least one task")
+    if run.subword not in ("first", "last", "mean"):
+        raise ConfigError(f"--subword {run.subword}: expected first, last or mean")
+    if not run.fit.c_grid or any(c <= 0 for c in run.fit.c_grid):
+        raise ConfigError("--c_grid: expected positive numbers separated by commas")
+    _check_folder(run.output_dir, "--output_dir")
+    if run.cache_dir is not None:
+        _check_folder(run.cache_dir, "--cache_dir")
+    config = run.config()
+    earlier = None if run.overwrite else read_results(run.output_dir)
+    if earlier is not None and earlier.get("config") != config:
+        changed = sorted(k for k in config if earlier.get("config", {}).get(k) != config[k])
+        raise ConfigError(f"--output_dir {run.output_dir}: holds probes run with other options ({', '.join(changed)});"
+                          " use another folder, the same options, or --overwrite")
+    check_encoder_specs(run.encoders)
+    data = load_sources(run)
+    results = earlier or {"command": "probe-tokens", "version": RESULTS_VERSION, "config": config, "encoders": [],
+                          "tasks": {}, "encoding": {}}
+    return results, data
+
+
+def _write_json(path: Path, value: Any) -> None:
+    from hire.checks import replacing
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with replacing(path) as tmp:
+        tmp.write_text(json.dumps(value, indent=1) + "\n")
+
+
+def run_token_probes(run: TokenProbeRun, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Probe every encoder x task not yet in ``run.output_dir``'s results.json, saving after each, then write the
+    report. Everything is checked (:func:`prepare`) before the first encoding."""
+    import torch
+
+    from hire.featurebased.cache import cached_features, default_cache_dir
+    from hire.hardware import machine
+
+    results, data = prepare(run)
+    out = Path(run.output_dir)
+    cache_dir = Path(run.cache_dir).expanduser() if run.cache_dir else default_cache_dir()
+    known = {e["label"] for e in results["encoders"]}
+    for spec in run.encoders:
+        todo = [t for t in run.tasks if spec not in results["tasks"].get(t, {}).get("results", {})]
+        if not todo:
+            log(f"{spec}: every task already probed")
+            continue
+        encoder = TokenEncoder(spec, run.seed)
+        tokenizer, key = encoder.tokenizer(), encoder.key()
+        if spec not in known:
+            results["encoders"].append({"label": spec, "encoder": spec, "kind": encoder.kind, "key": key})
+            known.add(spec)
+        features: dict[str, dict[str, Any]] = {}
+        for source in sorted({TASKS[t].source for t in todo}):
+            features[source] = {}
+            for split in SPLITS:
+                words = data[source][split]
+                cached = cached_features(words.sentences, tokenizer, encoder.encoder, key, cache_dir,
+                                         name=f"{source}-{split}", max_length=run.max_length,
+                                         batch_size=run.encode_batch_size, device=run.fit.device,
+                                         describe={"encoder_spec": spec}, subword=run.subword)
+                features[source][split] = cached
+                results["encoding"].setdefault(spec, {})[f"{source}-{split}"] = {
+                    "sentences": len(words.sentences), "words": len(words), "cached": cached.cached,
+                    "seconds": round(cached.encode_seconds, 3), "path": str(cached.path)}
+        encoder.release()
+        for name in todo:
+            task = TASKS[name]
+            log(f"{spec}: probing {name}")
+            cell, meta = probe_task(task, data[task.source], features[task.source], run)
+            entry = results["tasks"].setdefault(name, meta)
+            entry["results"][spec] = cell
+            results["machine"] = {**machine(), "device": run.fit.device, "fit_threads": torch.get_num_threads()}
+            _write_json(out / "results.json", results)
+    write_report(results, out)
+    return results
+
+
+def probe_task(task: TokenTask, splits: dict[str, WordSplit], features: dict[str, Any], run: TokenProbeRun,
+               ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One encoder's cell of a task (per layer: the task probe, the control probe, selectivity), and the task's
+    encoder-independent description (tags, examples, majority baseline)."""
+    names, gold = label_ids({s: splits[s].tags[task.column] for s in SPLITS})
+    score = token_metrics(names, task.column)
+    control = control_labels({s: splits[s].forms for s in SPLITS}, gold["train"], len(names), run.seed)
+    label, baseline = majority(gold["train"], {s: gold[s] for s in EVAL_SPLITS}, score)
+    start = time.perf_counter()
+    arrays = {}
+    for split in SPLITS:
+        cached = features[split]
+        rows = splits[split].token_rows
+        arrays[split] = np.asarray(cached.features)[rows] if len(rows) != len(cached.features) or not np.array_equal(
+            rows, np.arange(len(rows))) else cached.features
+    fitted = probe_layers(arrays, {"task": gold, "control": control}, score, run.fit)
+    layers = []
+    for t, c in zip(fitted["task"], fitted["control"], strict=True):
+        layers.append({"layer": t["layer"], "task": t, "control": c,
+                       "selectivity": {s: selectivity(t[s], c[s]) for s in EVAL_SPLITS}})
+    headline = [cell["task"][HEADLINE]["accuracy"] for cell in layers]
+    summary = {"best_layer": int(np.argmax(headline)), "best": max(headline),
+               "expected_layer": expected_layer(headline), "expected_layer_cumulative": expected_layer(headline, True),
+               "best_selectivity_layer": int(np.argmax([cell["selectivity"][HEADLINE] for cell in layers]))}
+    cell = {"layers": layers, "summary": summary, "num_hidden_states": len(layers),
+            "seconds": {"encode": round(sum(features[s].encode_seconds for s in SPLITS), 3),
+                        "fit": round(time.perf_counter() - start, 3)},
+            "cached": {s: bool(features[s].cached) for s in SPLITS}}
+    meta = {"source": task.source, "column": task.column, "description": task.description,
+            "metrics": list(task.metrics), "tags": names,
+            "files": {s: splits[s].path for s in SPLITS},
+            "words": {s: len(splits[s]) for s in SPLITS},
+            "unseen_tags": {s: int((gold[s] < 0).sum()) for s in EVAL_SPLITS},
+            "majority": {"label": names[label], **baseline},
+            "control": {"seed": run.seed, "types": len({f for s in SPLITS for f in splits[s].forms})},
+            "results": {}}
+    return cell, meta
+
+
+# --- report -----------------------------------------------------------------------------------------------------
+
+_STYLES = ("-", "--", ":", "-.")
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.2f}"
+
+
+def _layer(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def task_section(name: str, task: dict[str, Any], labels: list[str]) -> list[str]:
+    """A task's Markdown: what it is, the majority baseline, and per encoder a table of every layer (task and
+    control accuracy, selectivity, NER's macro F1, the chosen C)."""
+    from hire.sharing import markdown_table
+
+    words = ", ".join(f"{s} {n}" for s, n in task["words"].items())
+    maj = task["majority"]
+    parts = [f"## {name}", "", f"{task['description']}: {len(task['tags'])} tags; words: {words}.",
+             f"Majority class ({maj['label']!r}): " + ", ".join(
+                 f"{s} {_pct(maj[s]['accuracy'])}" + (f" (macro F1 {_pct(maj[s]['macro_f1'])})"
+                                                      if "macro_f1" in maj[s] else "") for s in EVAL_SPLITS) + ".", ""]
+    unseen = {s: n for s, n in task["unseen_tags"].items() if n}
+    if unseen:
+        parts += ["Words whose tag never occurs in training (always wrong): "
+                  + ", ".join(f"{s} {n}" for s, n in unseen.items()) + ".", ""]
+    ner = "macro_f1" in task["metrics"]
+    header = ["layer", "dev acc", "test acc", "control dev", "control test", "selectivity dev", "selectivity test"]
+    header += ["dev macro F1", "test macro F1"] if ner else []
+    header += ["C", "control C"]
+    for label in labels:
+        cell = task["results"][label]
+        rows = []
+        for c in cell["layers"]:
+            t, k = c["task"], c["control"]
+            row = [str(c["layer"]), _pct(t["dev"]["accuracy"]), _pct(t["test"]["accuracy"]),
+                   _pct(k["dev"]["accuracy"]), _pct(k["test"]["accuracy"]),
+                   _pct(c["selectivity"]["dev"]), _pct(c["selectivity"]["test"])]
+            if ner:
+                row += [_pct(t["dev"]["macro_f1"]), _pct(t["test"]["macro_f1"])]
+            rows.append([*row, f"{t['C']:g}", f"{k['C']:g}"])
+        s = cell["summary"]
+        parts += [f"### {label}", "", *markdown_table(header, rows, align="r"), "",
+                  f"Best layer {s['best_layer']} ({_pct(s['best'])} test accuracy); expected layer "
+                  f"{_layer(s['expected_layer'])} (running best {_layer(s['expected_layer_cumulative'])}); most "
+                  f"selective layer {s['best_selectivity_layer']}.", ""]
+    return parts
+
+
+def summary_rows(results: dict[str, Any], labels: list[str]) -> list[list[str]]:
+    """Per task and encoder: the majority, layer 0, the last layer, the best layer and score, the expected
+    layer, the best selectivity (test)."""
+    rows = []
+    for name, task in results["tasks"].items():
+        for label in labels:
+            if label not in task["results"]:
+                continue
+            cell = task["results"][label]
+            acc = [c["task"][HEADLINE]["accuracy"] for c in cell["layers"]]
+            sel = [c["selectivity"][HEADLINE] for c in cell["layers"]]
+            s = cell["summary"]
+            rows.append([name, label, _pct(task["majority"][HEADLINE]["accuracy"]), _pct(acc[0]), _pct(acc[-1]),
+                         f"{s['best_layer']} ({_pct(s['best'])})", _layer(s["expected_layer"]),
+                         _layer(s["expected_layer_cumulative"]),
+                         f"{s['best_selectivity_layer']} ({_pct(sel[s['best_selectivity_layer']])})"])
+    return rows
+
+
+def plot_tasks(path: Path, results: dict[str, Any], labels: list[str]) -> None:
+    """Test accuracy (x 100, not normalised) against the hidden state: one colour per task, one line style per
+    encoder (deterministic PNG)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10, 4.5))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    colours = [f"C{i}" for i in range(10)]
+    most = 1
+    for t, (name, task) in enumerate(results["tasks"].items()):
+        for i, label in enumerate(labels):
+            if label not in task["results"]:
+                continue
+            layers = task["results"][label]["layers"]
+            most = max(most, len(layers))
+            ax.plot([c["layer"] for c in layers], [100 * c["task"][HEADLINE]["accuracy"] for c in layers],
+                    _STYLES[i % len(_STYLES)], marker="o", markersize=3, color=colours[t % len(colours)],
+                    label=f"{name} - {label}")
+    ax.set_xticks(range(most))
+    ax.set_xlabel("hidden state (0 = embeddings)")
+    ax.set_ylabel(f"{HEADLINE} token accuracy x 100")
+    ax.set_title("Token probes: accuracy by hidden state (one colour per task, one line style per encoder)",
+                 fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the axes: never over a line
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+
+
+def write_report(results: dict[str, Any], out: str | Path) -> str:
+    """``report.md`` and ``figures/layers.png`` under ``out``, from ``results`` (a results.json) alone."""
+    from hire.sharing import markdown_table
+
+    out = Path(out)
+    labels = [e["label"] for e in results["encoders"]]
+    cfg = results["config"]
+    parts = ["# Token probes", "",
+             f"A multinomial logistic regression per hidden state on each word's {cfg['subword']} sub-token "
+             f"vector, C chosen from {cfg['c_grid']} by dev token accuracy; scores x 100. Control: each word type "
+             f"mapped to a random tag drawn from the training tag distribution (seed {cfg['seed']}); selectivity = "
+             "task accuracy - control accuracy. NER's macro F1 is per token, over the tags other than O.", "",
+             *[f"- {e['label']}: {e['kind']} (key {e['key'][:12]})" for e in results["encoders"]], ""]
+    header = ["task", "encoder", "majority", "layer 0", "last layer", "best layer", "expected layer",
+              "expected (running best)", "most selective layer"]
+    parts += ["## Which layer knows what", "",
+              "Test accuracy x 100. Expected layer: sum_l l * D_l / sum_l D_l with D_l = s_l - s_(l-1), s_l the "
+              "test accuracy of the probe of layer l (Tenney et al. 2019's differential scores; - where no layer "
+              "improves on the embeddings; where the scores fall after a peak, s_L - s_0 is small and this mean can "
+              "leave 0..L). Running best: the same with s_l replaced by max(s_0..s_l), always within 1..L. Most "
+              "selective layer: the highest selectivity (task - control accuracy), in brackets.", "",
+              *markdown_table(header, summary_rows(results, labels), align="llr"), "",
+              "![accuracy by hidden state, every task](figures/layers.png)", ""]
+    for name, task in results["tasks"].items():
+        parts += task_section(name, task, [x for x in labels if x in task["results"]])
+    time_rows = []
+    for name, task in results["tasks"].items():
+        for label in labels:
+            if label in task["results"]:
+                sec = task["results"][label]["seconds"]
+                time_rows.append([name, label, f"{sec['encode']:.1f}", f"{sec['fit']:.1f}"])
+    m = results.get("machine", {})
+    where = ", ".join(f"{k} {m[k]}" for k in ("device", "cpu", "cpu_count", "gpu", "torch", "fit_threads") if k in m)
+    parts += ["## Time", "", where, "", *markdown_table(["task", "encoder", "encode s", "fit s"], time_rows,
+                                                        align="llr"), "",
+              "Encoding is shared by the tasks of one source (its seconds are those of the run that wrote the cache; "
+              "0 where the features were found cached).", ""]
+    text = "\n".join(parts)
+    plot_tasks(out / "figures" / "layers.png", results, labels)
+    (out / "report.md").write_text(text)
+    return text
+
+
+def redraw(output_dir: str | Path) -> str:
+    """Redraw ``report.md`` and the figure of a ``hire probe-tokens`` folder from its results.json alone."""
+    folder = Path(output_dir)
+    results = read_results(folder)
+    if results is None:
+        raise DataError(f"{folder / 'results.json'}: no such file (run hire probe-tokens --output_dir {folder})")
+    return write_report(results, folder)
+
+
+__all__ = ["TASKS", "FitSettings", "TokenEncoder", "TokenProbeRun", "TokenTask", "WordSplit", "check_encoder_specs",
+           "control_label", "control_labels", "expected_layer", "label_ids", "load_conll2003", "load_ud", "majority",
+           "parse_tasks", "probe_layers", "probe_task", "read_results", "redraw", "run_token_probes", "selectivity",
+           "token_metrics", "write_report"]
