@@ -28,7 +28,7 @@ from threadpoolctl import threadpool_limits
 from hire.probing.classifiers import ProbeSettings, cv_folds, feature_sets
 from hire.probing.features import FeatureSettings, default_cache_dir, split_features
 from hire.probing.fit import probe_feature_sets
-from hire.probing.runner import read_results
+from hire.probing.grid import read_results
 from hire.probing.sources import fingerprint, resolve_source
 from hire.probing.tasks import CustomFiles, load_probe_task, subsample
 from hire.reporting import markdown_table

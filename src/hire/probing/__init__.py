@@ -3,7 +3,7 @@
 ``hire probe`` encodes a task once (:mod:`~hire.probing.features`, cached), pools every hidden state
 four ways (:mod:`~hire.probing.pooling`), fits a linear probe on each (hidden state x pooling) and on
 concatenations of layers (:mod:`~hire.probing.classifiers`, SentEval's protocol), and writes tables and
-figures (:mod:`~hire.probing.report`) drawn from ``results.json`` (:mod:`~hire.probing.runner`).
+figures (:mod:`~hire.probing.tables`) drawn from ``results.json`` (:mod:`~hire.probing.grid`).
 Tasks: GLUE, SentEval-style folders and users' files (:mod:`~hire.probing.tasks`); encoders: anything
 ``hire train`` reads or writes (:mod:`~hire.probing.sources`).
 """
@@ -21,8 +21,8 @@ _EXPORTS = {
     "POOLINGS": "pooling", "pool_hidden_states": "pooling",
     "EncoderSource": "sources", "fingerprint": "sources", "resolve_source": "sources",
     "CustomFiles": "tasks", "ProbeTask": "tasks", "load_probe_task": "tasks",
-    "ProbeOptions": "runner", "run_probe": "runner", "load_results": "runner",
-    "write_report": "report",
+    "ProbeOptions": "grid", "run_probe": "grid", "load_results": "grid",
+    "write_report": "tables",
 }
 __all__ = sorted(_EXPORTS)
 

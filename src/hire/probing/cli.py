@@ -17,7 +17,7 @@ from hire.config import AtLeast1, Seed, ranged
 from hire.options import Command, option, typed_command
 
 if TYPE_CHECKING:
-    from hire.probing.runner import ProbeOptions
+    from hire.probing.grid import ProbeOptions
 
 
 def _floats(option: str, text: str) -> tuple[float, ...]:
@@ -77,13 +77,13 @@ def check_encoders(encoders: list[str]) -> None:
 
 
 def options_from_args(args: ProbeCommand) -> ProbeOptions:
-    """Check the command line and build :class:`~hire.probing.runner.ProbeOptions`."""
+    """Check the command line and build :class:`~hire.probing.grid.ProbeOptions`."""
     import torch
 
     from hire.hardware import resolve_mixed_precision
     from hire.probing.classifiers import ProbeSettings
     from hire.probing.features import default_cache_dir
-    from hire.probing.runner import ProbeOptions
+    from hire.probing.grid import ProbeOptions
     from hire.probing.tasks import CustomFiles
 
     (encoders, labels), tasks = encoders_and_labels(args), _names(args.task)
@@ -139,8 +139,8 @@ def _ud_tasks(args: ProbeCommand, tasks: list[str]) -> tuple[list[str], str | No
 
 
 def _cmd_probe(args: ProbeCommand) -> int:
-    from hire.probing.report import write_report
-    from hire.probing.runner import run_probe
+    from hire.probing.grid import run_probe
+    from hire.probing.tables import write_report
 
     if args.report_only:
         return _redraw(args.output_dir, "--output_dir")
@@ -151,8 +151,8 @@ def _cmd_probe(args: ProbeCommand) -> int:
 
 
 def _redraw(output_dir: str, option: str) -> int:
-    from hire.probing.report import write_report
-    from hire.probing.runner import load_results
+    from hire.probing.grid import load_results
+    from hire.probing.tables import write_report
 
     check_results_dir(output_dir, option)
     print(write_report(load_results(output_dir), output_dir))

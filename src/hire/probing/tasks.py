@@ -98,7 +98,7 @@ def load_probe_task(name: str, data_dir: str | None = None, senteval_dir: str | 
     folder by name (``senteval_dir/<NAME>``), or ``custom`` files.
 
     A ``ud-*`` task given no ``treebank`` reads ``data_dir`` as the treebank folder (``hire probe`` passes its
-    ``--treebank`` there while :class:`~hire.probing.runner.ProbeOptions` has no field of its own for it), else
+    ``--treebank`` there while :class:`~hire.probing.grid.ProbeOptions` has no field of its own for it), else
     :func:`~hire.data.conllu.default_ud_dir`.
     """
     from hire.probing.ud import is_ud_task, load_ud_task

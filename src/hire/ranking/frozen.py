@@ -46,8 +46,8 @@ from hire.metrics import ranking_metrics
 from hire.probing.classifiers import FeatureSet, feature_sets
 from hire.probing.features import FeatureSettings, SplitFeatures, _atomic_write, split_features
 from hire.probing.pooling import POOLINGS
-from hire.probing.report import slug
 from hire.probing.sources import EncoderSource, fingerprint, resolve_source
+from hire.probing.tables import slug
 from hire.ranking.bm25 import BM25Settings, bm25_scores
 from hire.ranking.tables import FORMAT, GROWS, RESULTS, read_results
 

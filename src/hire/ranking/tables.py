@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from hire.probing.pooling import POOLINGS
-from hire.probing.report import slug
+from hire.probing.tables import slug
 from hire.reporting import csv_table, markdown_table, read_json
 
 FORMAT = "hire-rank-probe/1"
