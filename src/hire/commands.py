@@ -116,23 +116,38 @@ def default_eval_dir(model_dir: str | Path, task: str) -> Path:
 EVALUATION = ".hire-eval"  # the marker of a folder that `hire evaluate` wrote: only such a folder is written again
 
 
+# The tasks `hire evaluate` knows by name whose models are not sentence classifiers: (task name, the model's
+# task_type, what such a model does). A sentence task's model "labels sentences".
+_NAMED_TASKS = (("wikiqa", "ranking", "ranks passages"), ("conll2003", "token", "tags words"))
+
+
+def _named_task(args: EvaluateOptions, config: dict[str, Any]) -> str | None:
+    """The named task (see ``_NAMED_TASKS``) that ``--task`` or the model's task type asks for, or None for a
+    sentence task.
+
+    Raises:
+        ConfigError: the task and the model are of two kinds (e.g. ``--task wikiqa`` with a model that tags
+            words), naming what each does.
+    """
+    for name, task_type, verb in _NAMED_TASKS:
+        of_kind = config.get("task_type") == task_type
+        if args.task.lower() == name or of_kind:
+            if args.task.lower() != name or not of_kind:
+                what = verb if of_kind else "labels sentences"
+                raise ConfigError(f"--task {args.task}: --model {args.model} {what}, and the task "
+                                  f"{'labels sentences' if of_kind else verb}")
+            return name
+    return None
+
+
 def _cmd_evaluate(args: EvaluateOptions) -> int:
     config = check_model_folder(args.model)
-    ranker = config.get("task_type") == "ranking"
-    if args.task.lower() == "wikiqa" or ranker:
-        if args.task.lower() != "wikiqa" or not ranker:
-            what = "ranks passages" if ranker else "labels sentences"
-            raise ConfigError(f"--task {args.task}: --model {args.model} {what}, and the task "
-                              f"{'labels sentences' if ranker else 'ranks passages'}")
+    named = _named_task(args, config)
+    if named == "wikiqa":
         keep = (config.get("task_options") or {}).get("keep", "has-positive")
         data = DataConfig(task="wikiqa", data_dir=args.data_dir, max_eval_examples=args.max_examples, keep=keep)
         return _evaluate(args, config, data, "WikiQA")
-    tagger = config.get("task_type") == "token"
-    if args.task.lower() == "conll2003" or tagger:
-        if args.task.lower() != "conll2003" or not tagger:
-            what = "tags words" if tagger else "labels sentences"
-            raise ConfigError(f"--task {args.task}: --model {args.model} {what}, and the task "
-                              f"{'labels sentences' if tagger else 'tags words'}")
+    if named == "conll2003":
         options = config.get("task_options") or {}
         data = DataConfig(task="conll2003", data_dir=args.data_dir, max_eval_examples=args.max_examples,
                           tag_column=options.get("tag_column"), context=options.get("context", "sentence"),

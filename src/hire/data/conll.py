@@ -20,7 +20,6 @@ single scheme are an error naming the first tag at which they stop fitting.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from hire.data.examples import DataError, TokenExample
-from hire.data.files import data_error, iter_lines
+from hire.data.files import data_error, default_data_dir, iter_lines
 
 __all__ = ["FORMATS", "SCHEMES", "TokenFile", "check_tags", "default_conll2003_dir", "read_conll2003",
            "read_token_file", "tag_names"]
@@ -400,13 +399,7 @@ def default_conll2003_dir() -> Path:
     """Where CoNLL-2003 is looked for when no data dir is given: ``$HIRE_CONLL2003_DIR`` if set; else the first
     existing of ``<repo>/../shared/data/conll2003`` and ``./../shared/data/conll2003``; else the first (so that
     a "not found" error names it)."""
-    env = os.environ.get(ENV_VAR)
-    if env:
-        return Path(env).expanduser()
-    repo_root = Path(__file__).resolve().parents[3]
-    candidates = [(repo_root.parent / "shared" / "data" / "conll2003").resolve(),
-                  (Path.cwd() / ".." / "shared" / "data" / "conll2003").resolve()]
-    return next((path for path in candidates if path.is_dir()), candidates[0])
+    return default_data_dir(ENV_VAR, "conll2003")
 
 
 def read_conll2003(data_dir: str | Path | None, split: str, tag_column: str | int = "ner") -> TokenFile:

@@ -14,14 +14,13 @@ wrong tree would become a silent wrong label.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hire.data.examples import DataError
-from hire.data.files import data_error, iter_lines
+from hire.data.files import data_error, default_data_dir, iter_lines
 
 __all__ = ["EmptyNode", "MultiwordToken", "Sentence", "Word", "default_ud_dir", "find_treebank", "read_conllu"]
 
@@ -121,13 +120,7 @@ def default_ud_dir() -> Path:
     """The treebank read when none is given: ``$HIRE_UD_DIR`` if set; else the first existing of
     ``<repo>/../shared/data/ud/en_ewt`` and ``./../shared/data/ud/en_ewt``; else the first (so that a "not found"
     error names it)."""
-    env = os.environ.get(UD_ENV)
-    if env:
-        return Path(env).expanduser()
-    repo_root = Path(__file__).resolve().parents[3]
-    candidates = [(repo_root.parent / "shared" / "data" / "ud" / "en_ewt").resolve(),
-                  (Path.cwd() / ".." / "shared" / "data" / "ud" / "en_ewt").resolve()]
-    return next((path for path in candidates if path.is_dir()), candidates[0])
+    return default_data_dir(UD_ENV, "ud", "en_ewt")
 
 
 def read_conllu(path: str | Path) -> list[Sentence]:

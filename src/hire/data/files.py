@@ -1,8 +1,8 @@
 """Readers for users' own data: CSV, TSV and JSON-lines tables.
 
-Also holds the line-level helpers that the GLUE reader shares: every reader here reads UTF-8 text
-line by line, ends a line only at ``\\n`` (so a stray ``\\r``, ``\\x85`` or ``\\u2028`` inside a
-field never splits a row), and raises :class:`DataError` naming the file and the 1-based line.
+Also holds the helpers that the other readers share (GLUE, CoNLL, ranking files, TREC files): every reader
+here reads UTF-8 text line by line, ends a line only at ``\\n`` (so a stray ``\\r``, ``\\x85`` or ``\\u2028``
+inside a field never splits a row), and raises :class:`DataError` naming the file and the 1-based line.
 """
 
 from __future__ import annotations
@@ -13,16 +13,19 @@ import ctypes
 import itertools
 import json
 import math
+import os
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from hire.data.examples import DataError, Example
 
-__all__ = ["infer_label_names", "read_table"]
+__all__ = ["EXTENSIONS", "data_error", "default_data_dir", "delimited_rows", "header_records", "infer_label_names",
+           "iter_lines", "number_value", "read_table", "text_value", "utf8_error"]
 
 _ID_COLUMNS = ("id", "idx", "index")
-_EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".txt": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
+# The table formats read by file extension (``.txt`` is tab-separated, ``.json`` is JSON lines).
+EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".txt": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
 
 
 def data_error(path: str | Path, line: int | None, message: str) -> DataError:
@@ -67,12 +70,25 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
         raise utf8_error(path) from exc
 
 
+def default_data_dir(env_var: str, *parts: str) -> Path:
+    """Where a data set is looked for when no data dir is given: ``$<env_var>`` if set; else the first existing of
+    ``<repo>/../shared/data/<parts>`` and ``./../shared/data/<parts>``; else the first (so that a "not found"
+    error names it)."""
+    env = os.environ.get(env_var)
+    if env:
+        return Path(env).expanduser()
+    repo_root = Path(__file__).resolve().parents[3]
+    candidates = [repo_root.parent.joinpath("shared", "data", *parts).resolve(),
+                  Path.cwd().joinpath("..", "shared", "data", *parts).resolve()]
+    return next((path for path in candidates if path.is_dir()), candidates[0])
+
+
 # Python's csv module refuses a field longer than 128 KiB unless told otherwise; a long document in one cell is
 # valid CSV, so the limit is raised to the largest the module takes (a C long: 2**31 - 1 where that is 32 bits).
 _CSV_FIELD_LIMIT = (1 << (8 * ctypes.sizeof(ctypes.c_long) - 1)) - 1
 
 
-def _delimited_rows(path: Path, kind: str) -> Iterator[tuple[int, list[str]]]:
+def delimited_rows(path: Path, kind: str) -> Iterator[tuple[int, list[str]]]:
     """Yield ``(line number, fields)`` for a CSV (quoted, RFC 4180) or TSV (no quoting) file.
 
     A CSV field may be of any length (no 128 KiB limit); the process's own csv limit is restored after each
@@ -105,7 +121,7 @@ def _delimited_rows(path: Path, kind: str) -> Iterator[tuple[int, list[str]]]:
 def _table_records(path: Path, kind: str) -> tuple[int, list[str], Iterator[tuple[int, dict[str, Any]]]]:
     """Read the header row; return its line number, its column names and an iterator of
     ``(line number, record)`` with those names as keys."""
-    rows = _delimited_rows(path, kind)
+    rows = delimited_rows(path, kind)
     first = next(rows, None)
     if first is None:
         raise data_error(path, 1, "the file is empty (expected a header row)")
@@ -152,7 +168,24 @@ def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield number, record
 
 
-def _text(path: Path, number: int, column: str, value: Any) -> str:
+def header_records(path: Path, kind: str) -> tuple[int, list[str], Iterator[tuple[int, dict[str, Any]]]]:
+    """The column names of a table with a header (``kind``: ``csv``, ``tsv`` or ``jsonl``), the line that fixes
+    them, and ``(line number, record)`` for every row, the header's line excluded.
+
+    A CSV / TSV file's header row names the columns; a JSON-lines file has no header, so its first object's keys
+    are the columns, and that object is the first record.
+    """
+    if kind != "jsonl":
+        return _table_records(path, kind)
+    records = _jsonl_records(path)
+    first = next(records, None)
+    if first is None:
+        raise data_error(path, 1, "the file is empty (expected one JSON object per line)")
+    return first[0], list(first[1]), itertools.chain([first], records)
+
+
+def text_value(path: Path, number: int, column: str, value: Any) -> str:
+    """``value`` as the text of ``column`` on line ``number``: it must be a string, and not blank."""
     if value is None:
         raise data_error(path, number, f"the text in column {column!r} is missing")
     if not isinstance(value, str):
@@ -162,18 +195,26 @@ def _text(path: Path, number: int, column: str, value: Any) -> str:
     return value
 
 
+def number_value(value: Any) -> float | None:
+    """``value`` (a JSON number, or text that reads as one) as a float; ``None`` when it is not a number. A boolean
+    is not one, though ``float(True)`` would silently give 1.0."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def _label(path: Path, number: int, column: str, value: Any, regression: bool, required: bool) -> Any:
     if value is None or (isinstance(value, str) and not value.strip()):
         if required:
             raise data_error(path, number, f"the label in column {column!r} is missing")
         return None
     if regression:
-        try:
-            if isinstance(value, bool):  # float(True) would silently give 1.0
-                raise ValueError
-            score = float(value)
-        except (TypeError, ValueError):
-            raise data_error(path, number, f"regression label {value!r} is not a number") from None
+        score = number_value(value)
+        if score is None:
+            raise data_error(path, number, f"regression label {value!r} is not a number")
         if not math.isfinite(score):
             raise data_error(path, number, f"regression label {value!r} is not a finite number")
         return score
@@ -213,23 +254,14 @@ def read_table(
         raise DataError(f"text_columns names the same column twice ({list(text_columns)}): a pair needs two columns")
     if label_column is not None and label_column in text_columns:
         raise DataError(f"text column {label_column!r} is also the label column: the model would read the label")
-    kind = _EXTENSIONS.get(path.suffix.lower())
+    kind = EXTENSIONS.get(path.suffix.lower())
     if kind is None:
         raise data_error(
-            path, None, f"unknown file extension {path.suffix!r}; use one of {', '.join(_EXTENSIONS)}"
+            path, None, f"unknown file extension {path.suffix!r}; use one of {', '.join(EXTENSIONS)}"
         )
     if not path.is_file():
         raise data_error(path, None, "file not found")
-    if kind == "jsonl":
-        # No header: the first object fixes which columns the file has.
-        records = _jsonl_records(path)
-        first = next(records, None)
-        if first is None:
-            raise data_error(path, 1, "the file is empty (expected one JSON object per line)")
-        columns_line, columns = first[0], list(first[1])
-        records = itertools.chain([first], records)
-    else:
-        columns_line, columns, records = _table_records(path, kind)
+    columns_line, columns, records = header_records(path, kind)
     wanted = list(text_columns) + ([label_column] if label_column and require_label else [])
     for column in wanted:
         if column not in columns:
@@ -242,10 +274,10 @@ def read_table(
         for column in text_columns:
             if column not in record:
                 raise data_error(path, number, f"no column {column!r} on this line; it has {list(record)}")
-        text_a = _text(path, number, text_columns[0], record[text_columns[0]])
+        text_a = text_value(path, number, text_columns[0], record[text_columns[0]])
         text_b = None
         if len(text_columns) > 1:
-            text_b = _text(path, number, text_columns[1], record[text_columns[1]])
+            text_b = text_value(path, number, text_columns[1], record[text_columns[1]])
         label = None
         if has_label and label_column is not None:
             if label_column not in record and require_label:

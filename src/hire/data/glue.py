@@ -11,7 +11,6 @@ quote handling: GLUE sentences contain unbalanced quote characters).
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hire.data.examples import DataError, Example
-from hire.data.files import data_error, iter_lines
+from hire.data.files import data_error, default_data_dir, iter_lines
 
 __all__ = ["GLUE_TASKS", "TaskSpec", "data_dir_option", "default_glue_dir", "get_task", "read_glue_split",
            "task_text_columns"]
@@ -192,15 +191,7 @@ def default_glue_dir() -> Path:
     ``$HIRE_GLUE_DIR`` if set; else the first existing of ``<repo>/../shared/data/glue`` and
     ``./../shared/data/glue``; else the repo-relative path (so a "not found" error names it).
     """
-    env = os.environ.get(ENV_VAR)
-    if env:
-        return Path(env).expanduser()
-    repo_root = Path(__file__).resolve().parents[3]
-    candidates = [
-        (repo_root.parent / "shared" / "data" / "glue").resolve(),
-        (Path.cwd() / ".." / "shared" / "data" / "glue").resolve(),
-    ]
-    return next((path for path in candidates if path.is_dir()), candidates[0])
+    return default_data_dir(ENV_VAR, "glue")
 
 
 def _parse_label(spec: TaskSpec, path: Path, number: int, value: str) -> str | float:

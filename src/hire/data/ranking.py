@@ -21,14 +21,21 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hire.data.examples import DataError
-from hire.data.files import _EXTENSIONS, _delimited_rows, _jsonl_records, _table_records, _text, data_error
+from hire.data.files import (
+    EXTENSIONS,
+    data_error,
+    default_data_dir,
+    delimited_rows,
+    header_records,
+    number_value,
+    text_value,
+)
 
 __all__ = ["FIELDS", "FORMATS", "KEEP", "WIKIQA_COLUMNS", "WIKIQA_ENV", "RankingExample", "RankingFile",
            "default_wikiqa_dir", "group_questions", "keep_questions", "read_ranking_file", "read_wikiqa"]
@@ -150,7 +157,7 @@ def _records(path: Path, kind: str, columns: dict[str, str | int], indexed: bool
     A missing required column is an error at the header (or the first row, which fixes the width / keys)."""
     if indexed:
         indices = {name: int(index) for name, index in columns.items()}
-        rows = _delimited_rows(path, kind)
+        rows = delimited_rows(path, kind)
         first = next(rows, None)
         if first is None:
             raise data_error(path, 1, "the file is empty")
@@ -169,15 +176,7 @@ def _records(path: Path, kind: str, columns: dict[str, str | int], indexed: bool
                 yield number, {name: fields[index] for name, index in indices.items()}
 
         return "label" in columns, indexed_rows()
-    if kind == "jsonl":
-        records = _jsonl_records(path)
-        head = next(records, None)
-        if head is None:
-            raise data_error(path, 1, "the file is empty (expected one JSON object per line)")
-        header_line, names = head[0], list(head[1])
-        records = itertools.chain([head], records)
-    else:
-        header_line, names, records = _table_records(path, kind)
+    header_line, names, records = header_records(path, kind)
     for name in _REQUIRED:
         if columns[name] not in names:
             where = "the header has" if kind != "jsonl" else "the first object has"
@@ -219,12 +218,9 @@ def _relevance(path: Path, number: int, column: str, value: Any) -> float:
     if value is None or (isinstance(value, str) and not value.strip()):
         raise data_error(path, number, f"the label in column {column!r} is missing (leave the column out of the "
                                        "whole file for unlabelled data)")
-    try:
-        if isinstance(value, bool):  # float(True) would silently give 1.0
-            raise ValueError
-        label = float(value)
-    except (TypeError, ValueError):
-        raise data_error(path, number, f"the label {value!r} in column {column!r} is not a number") from None
+    label = number_value(value)
+    if label is None:
+        raise data_error(path, number, f"the label {value!r} in column {column!r} is not a number")
     if not math.isfinite(label) or label < 0:
         raise data_error(path, number, f"the label {value!r} in column {column!r} must be a finite number >= 0 "
                                        "(a relevance grade)")
@@ -254,10 +250,10 @@ def read_ranking_file(path: str | Path, format: str = "auto", columns: Mapping[s
         raise ValueError(f"unknown keep {keep!r}; use one of {', '.join(KEEP)}")
     kind = format
     if kind == "auto":
-        found = _EXTENSIONS.get(path.suffix.lower())
+        found = EXTENSIONS.get(path.suffix.lower())
         if found is None:
             raise data_error(path, None, f"unknown file extension {path.suffix!r}; use one of "
-                                         f"{', '.join(_EXTENSIONS)} or give the format")
+                                         f"{', '.join(EXTENSIONS)} or give the format")
         kind = found
     resolved, indexed = _resolve_columns(columns, kind)
     if not path.is_file():
@@ -274,8 +270,8 @@ def read_ranking_file(path: str | Path, format: str = "auto", columns: Mapping[s
     for number, record in records:
         qid = _identifier(path, number, "qid", record["qid"])
         pid = _identifier(path, number, "pid", record["pid"])
-        question = _text(path, number, str(resolved["question"]), record["question"])
-        passage = _text(path, number, str(resolved["passage"]), record["passage"])
+        question = text_value(path, number, str(resolved["question"]), record["question"])
+        passage = text_value(path, number, str(resolved["passage"]), record["passage"])
         label = _relevance(path, number, str(resolved["label"]), record["label"]) if has_label else None
         if (qid, pid) in first_line:
             raise data_error(path, number, f"duplicate candidate: qid {qid!r} pid {pid!r} is on line "
@@ -294,13 +290,7 @@ def default_wikiqa_dir() -> Path:
     """Where WikiQA is looked for when no data dir is given: ``$HIRE_WIKIQA_DIR`` if set; else the first existing
     of ``<repo>/../shared/data/wikiqa`` and ``./../shared/data/wikiqa``; else the first (so that a "not found"
     error names it)."""
-    env = os.environ.get(WIKIQA_ENV)
-    if env:
-        return Path(env).expanduser()
-    repo_root = Path(__file__).resolve().parents[3]
-    candidates = [(repo_root.parent / "shared" / "data" / "wikiqa").resolve(),
-                  (Path.cwd() / ".." / "shared" / "data" / "wikiqa").resolve()]
-    return next((path for path in candidates if path.is_dir()), candidates[0])
+    return default_data_dir(WIKIQA_ENV, "wikiqa")
 
 
 def read_wikiqa(data_dir: str | Path | None, split: str, keep: str = "has-positive") -> RankingFile:

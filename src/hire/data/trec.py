@@ -14,8 +14,9 @@ made equal by rounding.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from hire.checks import replacing
 from hire.data.files import data_error, iter_lines
@@ -23,10 +24,22 @@ from hire.data.ranking import RankingExample
 
 __all__ = ["rank_candidates", "read_qrels", "read_run", "write_qrels", "write_run"]
 
+T = TypeVar("T")
+
 
 def _check_id(kind: str, value: str) -> None:
     if not value or any(char.isspace() for char in value):
         raise ValueError(f"{kind} {value!r} cannot be written to a TREC file (empty, or contains whitespace)")
+
+
+def _check_candidate(example: RankingExample, seen: set[tuple[str, str]]) -> None:
+    """Check that ``example``'s ``(qid, pid)`` is not in ``seen`` (then add it) and that a TREC file can hold both
+    ids: the checks of every candidate that a writer puts on a line of its own."""
+    if (example.qid, example.pid) in seen:
+        raise ValueError(f"candidate {example.pid!r} of question {example.qid!r} appears twice")
+    seen.add((example.qid, example.pid))
+    _check_id("qid", example.qid)
+    _check_id("pid", example.pid)
 
 
 def rank_candidates(examples: Sequence[RankingExample], scores: Sequence[float]
@@ -47,11 +60,7 @@ def rank_candidates(examples: Sequence[RankingExample], scores: Sequence[float]
         if not math.isfinite(score):
             raise ValueError(f"candidate {example.pid!r} of question {example.qid!r} has score {score} "
                              "(scores must be finite)")
-        if (example.qid, example.pid) in seen:
-            raise ValueError(f"candidate {example.pid!r} of question {example.qid!r} appears twice")
-        seen.add((example.qid, example.pid))
-        _check_id("qid", example.qid)
-        _check_id("pid", example.pid)
+        _check_candidate(example, seen)
         groups.setdefault(example.qid, []).append((score, example.pid))
     ranked: list[tuple[str, str, int, float]] = []
     for qid, candidates in groups.items():
@@ -90,11 +99,7 @@ def write_qrels(path: str | Path, examples: Sequence[RankingExample]) -> None:
         if label is None or not math.isfinite(label) or label < 0 or label != int(label):
             raise ValueError(f"candidate {example.pid!r} of question {example.qid!r} has label {label!r}: "
                              "qrels need a whole-number relevance grade >= 0")
-        if (example.qid, example.pid) in seen:
-            raise ValueError(f"candidate {example.pid!r} of question {example.qid!r} appears twice")
-        seen.add((example.qid, example.pid))
-        _check_id("qid", example.qid)
-        _check_id("pid", example.pid)
+        _check_candidate(example, seen)
         lines.append(f"{example.qid} 0 {example.pid} {int(label)}\n")
     with replacing(Path(path)) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as handle:
         handle.writelines(lines)
@@ -118,6 +123,26 @@ def _fields(path: Path, kind: str, layout: str) -> list[tuple[int, list[str]]]:
     return rows
 
 
+def _read_lines(path: str | Path, kind: str, layout: str, verb: str,
+                value: Callable[[Path, int, list[str]], T]) -> dict[str, dict[str, T]]:
+    """``{qid: {pid: value}}`` of a TREC file whose lines have the fields of ``layout``, qid first and pid third:
+    ``value`` checks a line's fields and gives what is stored; a ``(qid, pid)`` on two lines is an error that says
+    where it was ``verb`` (ranked, judged) first."""
+    path = Path(path)
+    if not path.is_file():
+        raise data_error(path, None, "file not found")
+    table: dict[str, dict[str, T]] = {}
+    first_line: dict[tuple[str, str], int] = {}
+    for number, fields in _fields(path, kind, layout):
+        stored = value(path, number, fields)
+        qid, pid = fields[0], fields[2]
+        if (qid, pid) in first_line:
+            raise data_error(path, number, f"qid {qid!r} pid {pid!r} is {verb} on line {first_line[qid, pid]} too")
+        first_line[qid, pid] = number
+        table.setdefault(qid, {})[pid] = stored
+    return table
+
+
 def read_run(path: str | Path, known: Mapping[str, set[str]] | None = None) -> dict[str, dict[str, float]]:
     """Read a TREC run file as ``{qid: {pid: score}}`` (the rank column is checked to be an integer and, as by
     trec_eval, otherwise ignored). Blank lines are skipped. Given ``known`` (``qid -> pids`` of the data), every
@@ -128,12 +153,9 @@ def read_run(path: str | Path, known: Mapping[str, set[str]] | None = None) -> d
             score that is not a finite number, a repeated ``(qid, pid)`` (and its first line), an unknown qid or
             pid, an empty file, bad UTF-8.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise data_error(path, None, "file not found")
-    run: dict[str, dict[str, float]] = {}
-    first_line: dict[tuple[str, str], int] = {}
-    for number, (qid, _, pid, rank, score_text, _) in _fields(path, "run", "qid Q0 pid rank score tag"):
+
+    def line_score(path: Path, number: int, fields: list[str]) -> float:
+        qid, _, pid, rank, score_text, _ = fields
         try:
             int(rank)
         except ValueError:
@@ -149,12 +171,9 @@ def read_run(path: str | Path, known: Mapping[str, set[str]] | None = None) -> d
                 raise data_error(path, number, f"qid {qid!r} is not a question of the data")
             if pid not in known[qid]:
                 raise data_error(path, number, f"pid {pid!r} is not a candidate of question {qid!r} in the data")
-        if (qid, pid) in first_line:
-            raise data_error(path, number, f"qid {qid!r} pid {pid!r} is ranked on line {first_line[qid, pid]} "
-                                           "too")
-        first_line[qid, pid] = number
-        run.setdefault(qid, {})[pid] = score
-    return run
+        return score
+
+    return _read_lines(path, "run", "qid Q0 pid rank score tag", "ranked", line_score)
 
 
 def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
@@ -165,19 +184,12 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
         DataError: one line naming the file and line: a wrong number of fields, a relevance that is not an
             integer, a repeated ``(qid, pid)`` (and its first line), an empty file, bad UTF-8.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise data_error(path, None, "file not found")
-    qrels: dict[str, dict[str, int]] = {}
-    first_line: dict[tuple[str, str], int] = {}
-    for number, (qid, _, pid, relevance) in _fields(path, "qrels", "qid iteration pid relevance"):
+
+    def line_grade(path: Path, number: int, fields: list[str]) -> int:
+        relevance = fields[3]
         try:
-            grade = int(relevance)
+            return int(relevance)
         except ValueError:
             raise data_error(path, number, f"the relevance {relevance!r} is not an integer") from None
-        if (qid, pid) in first_line:
-            raise data_error(path, number, f"qid {qid!r} pid {pid!r} is judged on line {first_line[qid, pid]} "
-                                           "too")
-        first_line[qid, pid] = number
-        qrels.setdefault(qid, {})[pid] = grade
-    return qrels
+
+    return _read_lines(path, "qrels", "qid iteration pid relevance", "judged", line_grade)

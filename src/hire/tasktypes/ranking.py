@@ -37,7 +37,7 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 
 from hire.checks import check_input_file, replacing, writing
 from hire.config import ConfigError, DataConfig, TrainConfig
-from hire.data.batching import Collator
+from hire.data.batching import Collator, EncodedSplit
 from hire.data.examples import DataError
 from hire.data.ranking import (
     RankingExample,
@@ -232,35 +232,30 @@ def _evaluation_split(file: RankingFile | None, n: int | None, option: str, keep
 # -- tokenization ------------------------------------------------------------------------------------------
 
 
-@dataclass
-class RankingSplit(Dataset):
-    """Tokenized (question, passage) pairs: one dict of token lists per candidate, its label (relevance grade)
-    and its question's index (``groups``: questions numbered in order of first appearance)."""
+def _members(groups: Sequence[int]) -> list[list[int]]:
+    """Each question's item indices, from each item's question (``groups``), questions in order of first
+    appearance."""
+    members: dict[int, list[int]] = {}
+    for i, group in enumerate(groups):
+        members.setdefault(group, []).append(i)
+    return list(members.values())
 
-    features: list[dict[str, list[int]]]
-    labels: list[float] | None
+
+@dataclass
+class RankingSplit(EncodedSplit):
+    """Tokenized (question, passage) pairs: one dict of token lists per candidate, its label (relevance grade)
+    and its question's index (``groups``: questions numbered in order of first appearance); an item is
+    :class:`EncodedSplit`'s with ``groups`` added."""
+
     groups: list[int]
     truncated: int = 0  # passages cut short to fit max_length
 
-    def __len__(self) -> int:
-        return len(self.features)
-
     def __getitem__(self, i: int) -> dict[str, Any]:
-        item: dict[str, Any] = {"index": i, **self.features[i], "groups": self.groups[i]}
-        if self.labels is not None:
-            item["labels"] = self.labels[i]
-        return item
-
-    @property
-    def lengths(self) -> list[int]:
-        return [len(f["input_ids"]) for f in self.features]
+        return {**super().__getitem__(i), "groups": self.groups[i]}
 
     def questions(self) -> list[list[int]]:
         """Each question's item indices, questions in order of first appearance."""
-        members: dict[int, list[int]] = {}
-        for i, group in enumerate(self.groups):
-            members.setdefault(group, []).append(i)
-        return list(members.values())
+        return _members(self.groups)
 
 
 def encode_pairs(examples: Sequence[RankingExample], tokenizer: Any, max_length: int,
@@ -349,31 +344,12 @@ class BiRankingSplit(Dataset):
 
     def questions(self) -> list[list[int]]:
         """Each question's item indices, questions in order of first appearance (:meth:`RankingSplit.questions`)."""
-        members: dict[int, list[int]] = {}
-        for i, group in enumerate(self.groups):
-            members.setdefault(group, []).append(i)
-        return list(members.values())
+        return _members(self.groups)
 
-    def texts(self) -> TextSplit:
-        """The distinct texts, questions then passages, each once."""
-        return TextSplit([*self.question_texts, *self.passage_texts])
-
-
-@dataclass
-class TextSplit(Dataset):
-    """Tokenized texts, one item each (``index``, its token lists), for :func:`hire.evaluation.eval_loader`."""
-
-    features: list[dict[str, list[int]]]
-
-    def __len__(self) -> int:
-        return len(self.features)
-
-    def __getitem__(self, i: int) -> dict[str, Any]:
-        return {"index": i, **self.features[i]}
-
-    @property
-    def lengths(self) -> list[int]:
-        return [len(f["input_ids"]) for f in self.features]
+    def texts(self) -> EncodedSplit:
+        """The distinct texts, questions then passages, each once (unlabelled: an item is its ``index`` and token
+        lists), for :func:`hire.evaluation.eval_loader`."""
+        return EncodedSplit([*self.question_texts, *self.passage_texts], None)
 
 
 def encode_apart(examples: Sequence[RankingExample], tokenizer: Any, max_length: int,
