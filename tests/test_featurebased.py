@@ -201,7 +201,43 @@ def test_hire_features_end_to_end_and_from_the_cache(encoder_dir: Path, tmp_path
     assert "holds a finished run of other options" in capsys.readouterr().err
 
 
+def test_hire_features_on_a_random_twin(encoder_dir: Path, tmp_path: Path, capsys, single_thread) -> None:
+    """``--encoder random:<folder>``: the features are those of the folder's architecture drawn with seed 0 (built
+    here by hand), cached apart from the encoder's own."""
+    from transformers import AutoConfig, AutoModel, BertModel
+
+    trained = tmp_path / "trained"
+    shutil.copytree(encoder_dir, trained)
+    torch.manual_seed(1)  # not seed 0, the twin's: the fixture's weights are seed 0's
+    BertModel(BertModel.from_pretrained(trained).config).save_pretrained(trained)
+    train = conll(tmp_path / "train.txt", SENTENCES)
+    cache = tmp_path / "cache"
+    common = ["--task", "custom", "--train_file", train, "--dev_file", train, "--cache_dir", str(cache),
+              "--max_length", "64", "--device", "cpu", "--cache_only"]
+    spec = f"random:{trained}"
+    assert main(["features", "--encoder", spec, "--output_dir", str(tmp_path / "twin"), *common]) == 0
+    assert main(["features", "--encoder", str(trained), "--output_dir", str(tmp_path / "own"), *common]) == 0
+    assert "features written" in capsys.readouterr().out
+    folders = sorted(cache.glob("custom-train-*"))
+    assert len(folders) == 2  # one per encoder
+    metas = {json.loads((f / "meta.json").read_text())["encoder_name"]: f for f in folders}
+    assert set(metas) == {spec, str(trained)}
+
+    torch.manual_seed(0)
+    by_hand = Encoder(AutoModel.from_config(AutoConfig.from_pretrained(trained))).eval()
+    tokenizer = load_tokenizer(str(trained), words=True)
+    twin = np.load(metas[spec] / "features.npy")
+    own = np.load(metas[str(trained)] / "features.npy")
+    offsets = np.load(metas[spec] / "offsets.npy")
+    for i, words in enumerate(TEXTS):
+        expected = reference(by_hand, tokenizer, tuple(words.split()))
+        np.testing.assert_allclose(twin[offsets[i]:offsets[i + 1]], expected, atol=2e-2, rtol=2e-3)
+        assert not np.allclose(own[offsets[i]:offsets[i + 1]], expected, atol=2e-2, rtol=2e-3)
+
+
 @pytest.mark.parametrize(("words", "message"), [
+    (["--encoder", "random:"], "--encoder random:: random: needs an encoder after it (random:all-MiniLM-L6-v2)"),
+    (["--encoder", "random:/no/such/folder"], "--encoder random:/no/such/folder: no such folder"),
     (["--rows", "last,nope"], "--rows: unknown row 'nope'; choose from all, embeddings"),
     (["--epochs", "0"], "--epochs: must be >= 1, not 0"),
     (["--task", "custom"], "--train_file: --task custom needs a train file"),

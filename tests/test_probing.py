@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -314,3 +315,122 @@ def test_resolve_source_kinds(tmp_path: Path) -> None:
     assert encoder.num_hidden_states == 3 and tokenizer("a b")["input_ids"][0] == tokenizer.cls_token_id
     with pytest.raises(ValueError, match="not a model folder"):
         resolve_source(str(tmp_path))
+
+
+# --- random:<encoder>: the untrained twin -----------------------------------------------------------------------
+
+
+def _state(encoder: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in encoder.state_dict().items()}
+
+
+def _pretrained(folder: Path) -> Path:
+    """A tiny encoder whose weights are not seed 0's (``save_tiny_encoder`` draws them with seed 0, as the
+    random: twin does: they would be the same weights)."""
+    save_tiny_encoder(folder, [t for _, t in SENTENCES])
+    torch.manual_seed(1)
+    BertModel(BertModel.from_pretrained(folder).config).save_pretrained(folder)
+    return folder
+
+
+def test_a_random_twin_is_the_same_weights_every_time_and_not_the_trained_ones(tmp_path: Path) -> None:
+    from transformers import AutoConfig, AutoModel
+
+    folder = _pretrained(tmp_path / "enc")
+    spec = f"random:{folder}"
+    rng = torch.get_rng_state()
+    first, second = resolve_source(spec), resolve_source(spec)
+    a, b = _state(first.load()[0]), _state(second.load()[0])
+    assert torch.equal(torch.get_rng_state(), rng)  # the caller's random state is left as it was
+    assert first.kind == "random" and first.describe() == {"encoder": spec, "kind": "random", "path": str(folder),
+                                                           "seed": 0}
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert fingerprint(first) == fingerprint(second)
+
+    # seed 0 over the folder's configuration, built by hand: the same weights
+    torch.manual_seed(0)
+    by_hand = AutoModel.from_config(AutoConfig.from_pretrained(folder)).state_dict()
+    assert all(torch.equal(a[k], by_hand[k.removeprefix("model.")]) for k in a)  # (the Encoder drops the pooler)
+
+    trained_source = resolve_source(str(folder))
+    trained = _state(trained_source.load()[0])
+    assert trained.keys() == a.keys()
+    weights = [k for k in a if k.endswith("weight") and "LayerNorm" not in k]  # LayerNorm starts at 1 in both
+    assert weights and not any(torch.equal(a[k], trained[k]) for k in weights)
+    assert fingerprint(first)["sha256"] != fingerprint(trained_source)["sha256"]
+    # the real tokenizer: the base's
+    text = "a fine , moving film ."
+    assert first.tokenizer()(text)["input_ids"] == trained_source.tokenizer()(text)["input_ids"]
+
+    # by content: a copy elsewhere is the same twin; other weights in the folder do not change it (never read),
+    # another architecture does
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    assert fingerprint(resolve_source(f"random:{copy}"))["sha256"] == fingerprint(first)["sha256"]
+    torch.manual_seed(5)
+    BertModel(BertModel.from_pretrained(copy).config).save_pretrained(copy)
+    assert fingerprint(resolve_source(f"random:{copy}"))["sha256"] == fingerprint(first)["sha256"]
+    assert fingerprint(resolve_source(str(copy)))["sha256"] != fingerprint(trained_source)["sha256"]
+    config = json.loads((copy / "config.json").read_text())
+    (copy / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 1}))
+    shallow = resolve_source(f"random:{copy}")
+    assert fingerprint(shallow)["sha256"] != fingerprint(first)["sha256"]
+    assert shallow.load()[0].num_hidden_states == 2
+
+    # the twin of a fine-tuned model (saved without a tokenizer): its encoder's architecture, the same draw
+    build_model(str(folder), head="pool-mean", num_labels=2).save_pretrained(tmp_path / "run" / "best")
+    twin = resolve_source(f"random:{tmp_path / 'run'}")
+    assert twin.kind == "random" and twin.base is not None and twin.base.kind == "hire-model"
+    c = _state(twin.load()[0])
+    assert all(torch.equal(a[k], c[k]) for k in a)
+    assert twin.tokenizer()(text)["input_ids"] == first.tokenizer()(text)["input_ids"]
+    assert fingerprint(twin) == fingerprint(resolve_source(f"random:{tmp_path / 'run'}"))
+
+
+def _custom_args(encoders: str, folder: Path, out: Path, cache: Path) -> list[str]:
+    rows = SENTENCES * 4
+    train, dev = _write_tsv(folder / "toy.tsv", rows), _write_tsv(folder / "toy-dev.tsv", SENTENCES)
+    return ["probe", "--encoder", encoders, "--task", "custom", "--train_file", str(train), "--dev_file", str(dev),
+            "--c_grid", "0.1,1", "--cache_dir", str(cache), "--output_dir", str(out), "--mixed_precision", "no",
+            "--device", "cpu", "--max_length", "16"]
+
+
+def test_probe_takes_a_random_twin_beside_its_encoder(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    folder = _pretrained(tmp_path / "enc")
+    specs = [str(folder), f"random:{folder}"]
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    args = _custom_args(",".join(specs), tmp_path, out, cache)
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    results = json.loads((out / "results.json").read_text())
+    assert [e["label"] for e in results["encoders"]] == specs  # the labels default to the specs, as given
+    assert [e["kind"] for e in results["encoders"]] == ["pretrained", "random"]
+    assert results["encoders"][0]["fingerprint"] != results["encoders"][1]["fingerprint"]
+    task = results["tasks"]["toy"]  # a custom task is named after its training file
+    assert list(task["results"]) == specs
+    for spec in specs:
+        assert len(task["results"][spec]["rows"]) == 5 * 4  # hidden states 0-2, first+last, all; 4 poolings
+    assert f"random:{folder}" in printed and f"random:{folder}" in (out / "report.md").read_text()
+    tables = sorted(p.name for p in (out / "toy").glob("table-*.csv"))
+    assert len(tables) == 2 and any("random" in name for name in tables)
+    # the features differ: the twin is another encoder, cached apart
+    assert len(list(cache.glob("*.npz"))) == 2 * 2
+    assert task["results"][specs[0]]["rows"] != task["results"][specs[1]]["rows"]
+    # the same command again: the twin's fingerprint is stable, so nothing is redone
+    assert main(args) == 0
+    assert json.loads((out / "results.json").read_text())["tasks"] == results["tasks"]
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("random:", "--encoder random:: random: needs an encoder after it (random:all-MiniLM-L6-v2)"),
+    ("random:random:x", "--encoder random:random:x: random: takes an encoder with weights"),
+    ("random:{tmp}/nowhere", "--encoder random:{tmp}/nowhere: no such folder"),
+    ("random:no/such-model", "--encoder random:no/such-model: no such folder, and not a known name"),
+])
+def test_a_bad_random_spec_is_a_one_line_error(spec: str, message: str, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture) -> None:
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    assert main(_custom_args(spec.format(tmp=tmp_path), tmp_path, out, cache)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message.format(tmp=tmp_path) in err, err
+    assert not out.exists() and not cache.exists()

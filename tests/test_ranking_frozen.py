@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -317,3 +318,33 @@ def test_rank_probe_grows_by_scorer_and_refuses_other_options(ranking_world: dic
     assert results["config"]["scorers"] == ["cosine", "logistic"]
     refused = call_hire([*args, "--seed", "5"], tmp_path)
     assert refused.returncode == 2 and "holds rank-probe results of other options" in refused.stderr
+
+
+def test_rank_probe_takes_a_random_twin(ranking_world: dict[str, Path], tmp_path: Path) -> None:
+    from transformers import BertModel
+
+    trained = tmp_path / "trained"
+    shutil.copytree(ranking_world["encoder"], trained)
+    torch.manual_seed(1)  # save_tiny_encoder draws seed 0's weights, as the random: twin does
+    BertModel(BertModel.from_pretrained(trained).config).save_pretrained(trained)
+    specs = [str(trained), f"random:{trained}"]
+    out = tmp_path / "out"
+    args = rank_probe_args(ranking_world, out, "--scorers", "cosine")
+    args[args.index("--encoders") + 1] = ",".join(specs)
+    del args[args.index("--labels"):args.index("--labels") + 2]  # the labels default to the specs
+    result = call_hire(args, tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert [e["label"] for e in results["encoders"]] == specs
+    assert [e["kind"] for e in results["encoders"]] == ["pretrained", "random"]
+    assert results["encoders"][0]["fingerprint"] != results["encoders"][1]["fingerprint"]
+    rows = [results["results"][spec]["blocks"]["cosine/none"]["rows"] for spec in specs]
+    assert len(rows[0]) == len(rows[1]) > 0 and rows[0] != rows[1]
+    assert f"random:{trained}" in (out / "report.md").read_text()
+
+    bad = rank_probe_args(ranking_world, tmp_path / "bad", "--scorers", "cosine")
+    bad[bad.index("--encoders") + 1] = "random:"
+    refused = call_hire(bad, tmp_path)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "--encoders random:: random: needs an encoder after it" in refused.stderr
+    assert not (tmp_path / "bad").exists()

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -43,6 +43,9 @@ from transformers import PreTrainedTokenizerBase
 from hire.data.examples import TokenExample
 from hire.data.tokens import SUBWORD_MODES, TokenCollator, encode_tokens
 from hire.encoder import Encoder
+
+if TYPE_CHECKING:
+    from hire.probing.sources import EncoderSource
 
 FORMAT_VERSION = 1
 CACHE_ENV = "HIRE_FEATURE_CACHE"
@@ -81,12 +84,14 @@ class WordFeatures:
         return self.features[self.offsets[i]:self.offsets[i + 1]]
 
 
-def encoder_key(spec: str) -> str:
-    """The key of an encoder named on the command line: its name and the SHA-256 of the files it is loaded from
-    (:func:`hire.probing.sources.fingerprint`: any change to weights, configuration or tokenizer changes it)."""
+def encoder_key(encoder: str | EncoderSource) -> str:
+    """The key of an encoder named on the command line (or resolved from it): its name and the SHA-256 of the files
+    it is loaded from (:func:`hire.probing.sources.fingerprint`: any change to weights, configuration or tokenizer
+    changes it; a ``random:`` twin's covers its configuration, seed and tokenizer)."""
     from hire.probing.sources import fingerprint, resolve_source
 
-    return _sha256({"encoder": spec, "files": fingerprint(resolve_source(spec))["sha256"]})
+    source = resolve_source(encoder) if isinstance(encoder, str) else encoder
+    return _sha256({"encoder": source.spec, "files": fingerprint(source)["sha256"]})
 
 
 def data_key(examples: Sequence[TokenExample], tokenizer: PreTrainedTokenizerBase, max_length: int,

@@ -22,6 +22,7 @@ sum-last-4 and sum-all are learned scalar mixes (softmax weights and a scale), h
 
 examples:
   hire features --encoder all-MiniLM-L6-v2 --rows all --seed 1 --output_dir runs/table7-minilm
+  hire features --encoder random:all-MiniLM-L6-v2 --rows all --seed 1 --output_dir runs/table7-minilm-untrained
   hire features --encoder all-MiniLM-L6-v2 --rows last,concat-last-4 --max_train_examples 2000 --epochs 2 \\
       --output_dir runs/table7-quick
   hire features --task custom --train_file ner/train.conll --dev_file ner/dev.conll --rows last --output_dir runs/ner
@@ -41,8 +42,9 @@ def parse_rows(words: Sequence[str]) -> list[str]:
 
 @dataclass(kw_only=True)
 class FeaturesCommand:
-    encoder: str = option("the frozen encoder: hub name, local folder, all-MiniLM-L6-v2, or a run / saved model "
-                          "folder (its fine-tuned encoder)", "all-MiniLM-L6-v2")
+    encoder: str = option("the frozen encoder: hub name, local folder, all-MiniLM-L6-v2, a run / saved model "
+                          "folder (its fine-tuned encoder), or random:<encoder> (its architecture with random "
+                          "weights, fixed seed, and its real tokenizer: an untrained twin)", "all-MiniLM-L6-v2")
     rows: list[str] = option("feature sets to train a tagger on, comma-separated, or all (the default)", [])
     output_dir: str = option("where the run folders (one per row) and results.json / results.md go")
     overwrite: bool = option("replace rows in --output_dir that were run with other options", False)

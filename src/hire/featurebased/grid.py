@@ -79,13 +79,11 @@ def run_features(run: FeatureRun) -> dict[str, Any]:
     """Cache every split's features, train each row, write the summary; returns ``results.json``'s content."""
     from hire.featurebased.cache import cached_features, default_cache_dir, encoder_key
     from hire.featurebased.tagger import train_tagger
-    from hire.model import load_tokenizer
     from hire.probing.sources import resolve_source
 
     splits, tags = read_task(run)
     source = resolve_source(run.encoder)
-    tokenizer = source.load()[1] if source.kind == "hire-model" else load_tokenizer(source.path, words=True)
-    key = encoder_key(run.encoder)
+    tokenizer, key = source.tokenizer(words=True), encoder_key(source)
     cache_dir = Path(run.cache_dir).expanduser() if run.cache_dir else default_cache_dir()
     task = run.task if run.task != "conll2003" else f"conll2003-{run.tag_column}"
     out = Path(run.output_dir)
@@ -93,7 +91,7 @@ def run_features(run: FeatureRun) -> dict[str, Any]:
                      "max_train_examples": run.max_train_examples, "max_eval_examples": run.max_eval_examples,
                      "max_length": run.max_length, "row": row, "settings": asdict(run.tagger)} for row in run.rows}
     done = [] if run.cache_only else [row for row in run.rows if _row_done(out / row, configs[row], run.overwrite)]
-    features = {split: cached_features(examples, tokenizer, lambda: source.load()[0], key, cache_dir,
+    features = {split: cached_features(examples, tokenizer, source.encoder, key, cache_dir,
                                        f"{task}-{split}", run.max_length, run.encode_batch_size, run.tagger.device,
                                        {"encoder_name": run.encoder, "split": split})
                 for split, examples in splits.items()}

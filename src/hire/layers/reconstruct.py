@@ -108,6 +108,10 @@ def load_for_reconstruction(source: EncoderSource, choice: str = "auto") -> Reco
         encoder, tokenizer = load_source(source)
         reason = "a fine-tuned hire model keeps no masked-LM head"
         return _choose(encoder.model, tokenizer, None, reason, choice, where)
+    if source.kind == "random":  # random:<encoder>: its weights are drawn, never read; no trained head either
+        encoder, tokenizer = load_source(source)
+        return _choose(encoder.model, tokenizer, None, "a random: encoder has no trained masked-LM head", choice,
+                       where)
     try:
         with _quiet_transformers():
             model, info = AutoModelForMaskedLM.from_pretrained(source.path, output_loading_info=True)

@@ -40,7 +40,9 @@ class EncoderOptions:
     comma-separated, one label per encoder."""
 
     encoder: list[str] = option("an encoder, or several comma-separated: hub name, local folder, all-MiniLM-L6-v2, "
-                                "a run folder (its best/) or a saved model folder (its fine-tuned encoder)", [])
+                                "a run folder (its best/), a saved model folder (its fine-tuned encoder), or "
+                                "random:<encoder> (its architecture with random weights, fixed seed, and its real "
+                                "tokenizer: an untrained twin)", [])
     labels: list[str] = option("names for the encoders in tables and plots, comma-separated (default: the "
                                "--encoder values)", [])
 

@@ -47,8 +47,8 @@ def parse_grid(text: str) -> tuple[float, ...]:
 @dataclass(kw_only=True)
 class TokenProbeCommand:
     encoders: list[str] = option("encoders, comma-separated: hub name, local folder, all-MiniLM-L6-v2, a run or saved "
-                                 "model folder, or random:<encoder> (its architecture with random weights and its "
-                                 "real tokenizer; default: all-MiniLM-L6-v2)", [])
+                                 "model folder, or random:<encoder> (its architecture with random weights, fixed "
+                                 "seed, and its real tokenizer; default: all-MiniLM-L6-v2)", [])
     tasks: list[str] = option("tasks, comma-separated, or all (the default)", [])
     output_dir: str = option("where results.json, report.md and figures/ go (a later run adds encoders or tasks)")
     overwrite: bool = option("start afresh where --output_dir holds probes run with other options", False)
@@ -71,7 +71,8 @@ class TokenProbeCommand:
     c_grid: str = option("inverse regularisation strengths, chosen per layer on dev, comma-separated",
                          "0.001,0.01,0.1,1")
     max_iter: AtLeast1 = option("L-BFGS iterations at most per probe", 1000)
-    seed: Seed = option("the control task's word-type labels and the random-weight encoders", 0)
+    seed: Seed = option("the control task's word-type labels (a random:<encoder> always has seed 0: one spec, one "
+                        "set of weights, in every command)", 0)
 
 
 @dataclass(kw_only=True)

@@ -25,8 +25,9 @@ its own, not seqeval's entity F1). A dev/test tag never seen in training counts 
   split, and an unseen type gets one too), and the same probe is trained on those labels. *Selectivity* is the
   task accuracy less the control accuracy, per layer: what the probe reads from the representation beyond
   memorising word identities;
-- an encoder with random weights (``random:<encoder>``: the encoder's architecture from its configuration with
-  ``from_config`` under a fixed seed, and its real tokenizer): what a probe learns from token identity alone.
+- an encoder with random weights (``random:<encoder>``, :mod:`hire.probing.sources`: the encoder's architecture
+  from its configuration with ``from_config`` under a fixed seed, and its real tokenizer): what a probe learns
+  from token identity alone.
 
 **Which layer knows what.** Per task and encoder, on the test split: the best layer and the expected layer
 under the differential scores (edge probing, Tenney et al. 2019), ``E[l] = sum_l l * D_l / sum_l D_l`` with
@@ -55,7 +56,6 @@ from hire.config import ConfigError
 from hire.data.examples import DataError, TokenExample
 
 RESULTS_VERSION = 1
-RANDOM_PREFIX = "random:"
 SPLITS = ("train", "dev", "test")
 EVAL_SPLITS = ("dev", "test")
 HEADLINE = "test"
@@ -309,84 +309,12 @@ def probe_layers(features: dict[str, np.ndarray], targets: dict[str, dict[str, n
     return out
 
 
-# --- encoders ---------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class TokenEncoder:
-    """An encoder to probe: ``spec`` as given (``random:<encoder>`` for the random-weight twin), its kind,
-    and how to get its tokenizer, weights and cache key (the weights loaded or built only when needed)."""
-
-    spec: str
-    seed: int = 0
-    _base: Any = field(default=None, repr=False)
-    _random: Any = field(default=None, repr=False)
-
-    @property
-    def random(self) -> bool:
-        return self.spec.startswith(RANDOM_PREFIX)
-
-    @property
-    def base_spec(self) -> str:
-        return self.spec[len(RANDOM_PREFIX):] if self.random else self.spec
-
-    def source(self) -> Any:
-        from hire.probing.sources import resolve_source
-
-        if self._base is None:
-            self._base = resolve_source(self.base_spec)
-        return self._base
-
-    @property
-    def kind(self) -> str:
-        return "random" if self.random else self.source().kind
-
-    def tokenizer(self) -> Any:
-        """The real tokenizer (a random twin's too), reading given words as running text."""
-        from hire.model import load_tokenizer
-
-        source = self.source()
-        return source.load()[1] if source.kind == "hire-model" else load_tokenizer(source.path, words=True)
-
-    def _random_encoder(self) -> Any:
-        if self._random is None:
-            import torch
-            from transformers import AutoConfig
-
-            from hire.encoder import Encoder
-
-            source = self.source()
-            config = source.load()[0].config if source.kind == "hire-model" else AutoConfig.from_pretrained(
-                source.path)
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(self.seed)
-                self._random = Encoder.from_config(config).eval()
-        return self._random
-
-    def encoder(self) -> Any:
-        return self._random_encoder() if self.random else self.source().load()[0]
-
-    def key(self) -> str:
-        """The feature cache's encoder key: the files' hashes (:func:`hire.featurebased.cache.encoder_key`), and
-        for a random twin the hash of its built weights."""
-        from hire.featurebased.cache import encoder_key
-
-        if not self.random:
-            return encoder_key(self.spec)
-        from hire.probing.sources import module_sha256
-
-        digest = json.dumps({"encoder": self.spec, "seed": self.seed, "weights": module_sha256(self._random_encoder())},
-                            sort_keys=True)
-        return hashlib.sha256(digest.encode()).hexdigest()
-
-    def release(self) -> None:
-        if self._base is not None:
-            self._base.release()
-        self._random = None
+# --- encoders ----------------------------------------------------------------------------------------------------
 
 
 def check_encoder_specs(specs: Sequence[str]) -> None:
-    """Every ``--encoders`` entry loadable (a ``random:`` twin's encoder too), before any work."""
+    """Every ``--encoders`` entry named once and loadable (a ``random:`` twin's base too:
+    :func:`hire.probing.sources.check_source`), before any work."""
     from hire.probing.sources import check_source
 
     if not specs:
@@ -394,10 +322,7 @@ def check_encoder_specs(specs: Sequence[str]) -> None:
     if len(set(specs)) < len(specs):
         raise ConfigError("--encoders: the same encoder twice")
     for spec in specs:
-        base = spec[len(RANDOM_PREFIX):] if spec.startswith(RANDOM_PREFIX) else spec
-        if not base:
-            raise ConfigError(f"--encoders {spec}: random: needs an encoder after it (random:all-MiniLM-L6-v2)")
-        check_source(base, "--encoders")
+        check_source(spec, "--encoders")
 
 
 # --- the run ----------------------------------------------------------------------------------------------------
@@ -514,8 +439,9 @@ def run_token_probes(run: TokenProbeRun, log: Callable[[str], None] = print) -> 
     report. Everything is checked (:func:`prepare`) before the first encoding."""
     import torch
 
-    from hire.featurebased.cache import cached_features, default_cache_dir
+    from hire.featurebased.cache import cached_features, default_cache_dir, encoder_key
     from hire.hardware import machine
+    from hire.probing.sources import resolve_source
 
     results, data = prepare(run)
     out = Path(run.output_dir)
@@ -526,8 +452,8 @@ def run_token_probes(run: TokenProbeRun, log: Callable[[str], None] = print) -> 
         if not todo:
             log(f"{spec}: every task already probed")
             continue
-        encoder = TokenEncoder(spec, run.seed)
-        tokenizer, key = encoder.tokenizer(), encoder.key()
+        encoder = resolve_source(spec)
+        tokenizer, key = encoder.tokenizer(words=True), encoder_key(encoder)
         if spec not in known:
             results["encoders"].append({"label": spec, "encoder": spec, "kind": encoder.kind, "key": key})
             known.add(spec)
@@ -750,7 +676,7 @@ def redraw(output_dir: str | Path) -> str:
     return write_report(results, folder)
 
 
-__all__ = ["TASKS", "FitSettings", "TokenEncoder", "TokenProbeRun", "TokenTask", "WordSplit", "check_encoder_specs",
+__all__ = ["TASKS", "FitSettings", "TokenProbeRun", "TokenTask", "WordSplit", "check_encoder_specs",
            "control_label", "control_labels", "expected_layer", "label_ids", "load_conll2003", "load_ud", "majority",
            "parse_tasks", "probe_layers", "probe_task", "read_results", "redraw", "run_token_probes", "selectivity",
            "token_metrics", "write_report"]

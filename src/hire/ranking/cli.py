@@ -28,6 +28,7 @@ each under cls, sep, mean and max pooling, is a cell of every (scorer, loss) blo
 
 examples:
   hire rank-probe --encoders all-MiniLM-L6-v2 --task wikiqa --output_dir runs/rank-probe-minilm
+  hire rank-probe --encoders all-MiniLM-L6-v2,random:all-MiniLM-L6-v2 --output_dir runs/rank-probe-untrained
   hire rank-probe --encoders all-MiniLM-L6-v2 --max_train_questions 200 --scorers cosine,logistic \\
       --losses hinge --output_dir runs/rank-probe-quick
   hire rank-probe --encoders all-MiniLM-L6-v2 --task custom --train_file train.tsv --dev_file dev.tsv \\
@@ -63,7 +64,9 @@ def _encoders_and_labels(encoder_words: list[str], label_words: list[str]) -> tu
 @dataclass(kw_only=True)
 class RankProbeCommand:
     encoders: list[str] = option("an encoder, or several comma-separated: hub name, local folder, all-MiniLM-L6-v2, "
-                                 "a run folder (its best/) or a saved model folder (its fine-tuned encoder)", [])
+                                 "a run folder (its best/), a saved model folder (its fine-tuned encoder), or "
+                                 "random:<encoder> (its architecture with random weights, fixed seed, and its real "
+                                 "tokenizer: an untrained twin)", [])
     labels: list[str] = option("names for the encoders in tables and plots, comma-separated (default: the "
                                "--encoders values)", [])
     output_dir: str = option("where results.json, report.md, tables/, figures/, runs/ and qrels/ go",
