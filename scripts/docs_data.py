@@ -1,9 +1,9 @@
 """The committed results as objects for the findings templates of the documentation (docs/findings/*.md).
 
 scripts/docs_pages.py renders each template with Jinja2; a template reads numbers only through these
-classes, which read the files ``hire experiment report``, ``hire probe`` and ``hire reconstruct`` wrote
-(``experiments/<name>/tables/*.json``, ``records/``, ``summary.json``, ``*.csv``, ``results.json``). So the
-prose of the results pages and of the README never holds a number typed by hand::
+classes, which read the files ``hire experiment report``, ``hire probe``, ``hire rank-probe`` and ``hire
+reconstruct`` wrote (``experiments/<name>/tables/*.json``, ``records/``, ``summary.json``, ``*.csv``,
+``results.json``). So the prose of the results pages and of the README never holds a number typed by hand::
 
     {% set t = E.table("table1") %}
     HIRE's median on CoLA is {{ t.cell("MiniLM+HIRE", "CoLA").median }}
@@ -28,6 +28,9 @@ class Num(float):
         return _one(self)
 
     __format__ = float.__format__
+
+    def __sub__(self, other: float) -> Num:  # a difference of two results prints as they do
+        return Num(float(self) - float(other))
 
     @property
     def s(self) -> str:
@@ -287,13 +290,257 @@ class Reconstruct:
         return int(self.results["data"]["examples"])
 
 
-def load(directory: Path) -> Experiment | Probe | Reconstruct:
-    """Whichever of the three an ``experiments/<name>/`` folder holds."""
+RANK_FORMAT = "hire-rank-probe/1"  # hire.ranking.tables.FORMAT (not imported: that module loads torch)
+
+
+class RankCell:
+    """One cell of a ``hire rank-probe`` block (a feature set under one pooling), or BM25: MAP, MRR and P@1 x100.
+
+    ``dev`` is the dev MAP (what chooses cells); ``map``, ``mrr`` and ``p1`` are on the headline split (test where
+    the data has one, else dev)."""
+
+    def __init__(self, data: dict[str, Any], split: str, block: str = "BM25"):
+        self.block, self.row, self.pooling = block, str(data.get("row", "")), str(data.get("pooling", ""))
+        self.dev = Num(100 * data["dev"]["map"])
+        self.map, self.mrr, self.p1 = (Num(100 * data[split][m]) for m in ("map", "mrr", "p@1"))
+
+    @property
+    def where(self) -> str:
+        """``last 4 (3-6), mean``: the feature set and pooling."""
+        return f"{self.row}, {self.pooling}"
+
+
+class RankBlock:
+    """One (scorer, loss) block of a rank probe: every feature set x pooling, the cell dev MAP chose, its time."""
+
+    def __init__(self, key: str, data: dict[str, Any], split: str):
+        self.key, self.scorer, self.loss = key, str(data["scorer"]), str(data["loss"])
+        self.name = self.scorer if self.loss == "none" else f"{self.scorer}, {self.loss} loss"
+        self.learned = self.scorer != "cosine"
+        self.seconds = Num(data["seconds"])
+        self.cells = {(str(c["row"]), str(c["pooling"])): RankCell(c, split, self.name) for c in data["rows"]}
+        self.rows = list(dict.fromkeys(r for r, _ in self.cells))
+        self.poolings = list(dict.fromkeys(p for _, p in self.cells))
+        self.chosen = self.cell(data["best"]["row"], data["best"]["pooling"])
+
+    def cell(self, row: str | int, pooling: str) -> RankCell:
+        """The cell of feature set ``row`` (``6``, ``first+last (1+6)``) under ``pooling``."""
+        if (str(row), pooling) not in self.cells:
+            raise KeyError(f"block {self.name}: no cell {row!r} x {pooling!r} (feature sets: {', '.join(self.rows)}; "
+                           f"poolings: {', '.join(self.poolings)})")
+        return self.cells[str(row), pooling]
+
+    @property
+    def states(self) -> list[str]:
+        """The single hidden states among the feature sets (``0`` = embeddings ... ``l``), in order."""
+        return [r for r in self.rows if r.isdigit()]
+
+    @property
+    def top(self) -> RankCell:
+        """The cell with the best headline MAP (the table's bold one)."""
+        return max(self.cells.values(), key=lambda c: c.map)
+
+    def top_state(self, pooling: str | None = None, skip: str | None = None) -> RankCell:
+        """The single hidden state (under ``pooling``, or any; other than ``skip``) with the best headline MAP."""
+        return max((c for (r, p), c in self.cells.items() if r.isdigit() and r != skip and pooling in (None, p)),
+                   key=lambda c: c.map)
+
+    def pooling_mean(self, pooling: str) -> Num:
+        """The headline MAP of ``pooling`` averaged over the Transformer layers 1..l (the study's comparison)."""
+        layers = self.states[1:] or self.states
+        return Num(sum(self.cell(r, pooling).map for r in layers) / len(layers))
+
+    @property
+    def best_pooling(self) -> str:
+        return max(self.poolings, key=self.pooling_mean)
+
+
+class Versus:
+    """Cell against cell, block by block (headline MAP): how often the first is ahead."""
+
+    def __init__(self, pairs: list[tuple[RankCell, RankCell]]):
+        self.pairs = pairs
+        self.n = len(pairs)
+        self.ahead = sum(a.map > b.map for a, b in pairs)
+
+    @property
+    def listing(self) -> str:
+        """``bilinear, hinge loss 67.5 against 59.9; ...`` (the second cell's feature set named where it varies)."""
+        named = len({b.row for _, b in self.pairs}) > 1
+        return "; ".join(f"{a.block} {a.map} against {b.map}" + (f" ({b.row})" if named else "")
+                         for a, b in self.pairs)
+
+
+class RankProbe:
+    """``hire rank-probe``'s output folder, read from its ``results.json`` alone: BM25, every (scorer, loss) block
+    of every encoder, the cells dev MAP chose, the data's question counts, the machine and the seconds."""
+
+    def __init__(self, directory: Path):
+        self.dir, self.name = directory, directory.name
+        path = directory / "results.json"
+        self.results = json.loads(path.read_text())
+        missing = [k for k in ("config", "data", "bm25", "results", "machine", "best", "seconds")
+                   if k not in self.results]
+        if self.results.get("format") != RANK_FORMAT or missing:
+            raise ValueError(f"{path}: not a finished `hire rank-probe` record (format "
+                             f"{self.results.get('format')!r}; missing: {', '.join(missing) or 'nothing'})")
+        data = self.results["data"]
+        self.split = "test" if "test" in data["questions"] else "dev"
+        self.keep: str = data["keep"]
+        self.encoders = list(self.results["results"])
+        self._blocks = {label: {key: RankBlock(key, b, self.split) for key, b in record["blocks"].items()}
+                        for label, record in self.results["results"].items()}
+        self.bm25 = RankCell(self.results["bm25"], self.split)
+        best = self.results["best"]
+        self.best = self.block(f"{best['scorer']}/{best['loss']}", best["label"]).cell(best["row"], best["pooling"])
+
+    def questions(self, split: str) -> int:
+        """How many questions of ``split`` count (those ``keep`` kept)."""
+        return int(self.results["data"]["questions"][split])
+
+    def candidates(self, split: str) -> int:
+        return int(self.results["data"]["candidates"][split])
+
+    def dropped(self, split: str) -> str:
+        """``170 no positive, 4 no negative``: the questions of ``split`` left out, and why."""
+        found = self.results["data"].get("dropped", {}).get(split, {})
+        return ", ".join(f"{n} {why}" for why, n in found.items() if n) or "none"
+
+    def _label(self, encoder: str | None) -> str:
+        if encoder is None:
+            if len(self.encoders) != 1:
+                raise KeyError(f"{self.name}: name the encoder (encoders: {', '.join(self.encoders)})")
+            return self.encoders[0]
+        if encoder not in self._blocks:
+            raise KeyError(f"{self.name}: no encoder {encoder!r} (encoders: {', '.join(self.encoders)})")
+        return encoder
+
+    def blocks(self, encoder: str | None = None) -> list[RankBlock]:
+        """Every (scorer, loss) block of the encoder (the only one when ``encoder`` is None), in the record's order."""
+        return list(self._blocks[self._label(encoder)].values())
+
+    def block(self, key: str, encoder: str | None = None) -> RankBlock:
+        """A block by key: ``cosine/none``, ``logistic/hinge``, ``mlp/pointwise`` ..."""
+        blocks = self._blocks[self._label(encoder)]
+        if key not in blocks:
+            raise KeyError(f"{self.name}: no block {key!r} (blocks: {', '.join(blocks)})")
+        return blocks[key]
+
+    def learned(self, encoder: str | None = None) -> list[RankBlock]:
+        """The blocks of trained scorers (every one but cosine)."""
+        return [b for b in self.blocks(encoder) if b.learned]
+
+    def versus(self, a: str, b: str | None = None, pooling: str = "mean", learned: bool = True,
+               encoder: str | None = None) -> Versus:
+        """Feature set ``a`` against ``b`` (None: each block's best single hidden state) under ``pooling``, in every
+        learned block (``learned=False``: every block)."""
+        blocks = self.learned(encoder) if learned else self.blocks(encoder)
+        return Versus([(blk.cell(a, pooling), blk.cell(b, pooling) if b is not None else blk.top_state(pooling))
+                       for blk in blocks])
+
+    def top_states(self, pooling: str | None = "mean", learned: bool = True,
+                   encoder: str | None = None) -> list[RankCell]:
+        """Each learned block's (or every block's) best single hidden state under ``pooling``, in block order."""
+        return [b.top_state(pooling) for b in (self.learned(encoder) if learned else self.blocks(encoder))]
+
+    def loss_wins(self, loss: str = "pointwise", over: str = "hinge", encoder: str | None = None) -> list[str]:
+        """The scorers whose cell chosen with ``loss`` has a better headline MAP than the one chosen with ``over``."""
+        blocks = {(b.scorer, b.loss): b for b in self.learned(encoder)}
+        return [scorer for (scorer, lo), b in blocks.items() if lo == loss and (scorer, over) in blocks
+                and b.chosen.map > blocks[scorer, over].chosen.map]
+
+    def strongest(self, scorers: str, chosen: bool = True, encoder: str | None = None) -> RankCell:
+        """Of the blocks of ``scorers`` (comma-separated: ``logistic,mlp``), the cell with the best headline MAP among
+        the cells dev MAP chose (``chosen=False``: among every cell of those blocks)."""
+        names = scorers.split(",")
+        found = [b.chosen if chosen else b.top for b in self.blocks(encoder) if b.scorer in names]
+        if not found:
+            raise KeyError(f"{self.name}: no block of {scorers!r}")
+        return max(found, key=lambda c: c.map)
+
+    def shortfall(self, encoder: str | None = None) -> str:
+        """``0.0-9.8``: how far each block's chosen cell falls below the block's best headline MAP, smallest to
+        largest (what choosing by dev MAP costs on the headline split)."""
+        return span([b.top.map - b.chosen.map for b in self.blocks(encoder)])
+
+    def row(self, prefix: str) -> str:
+        """The feature set whose label starts with ``prefix``: ``first+last`` -> ``first+last (1+6)``; ``last``: the
+        last hidden state."""
+        rows = self.blocks(self.encoders[0])[0].rows
+        if prefix == "last":
+            return [r for r in rows if r.isdigit()][-1]
+        found = [r for r in rows if r.startswith(prefix)]
+        if len(found) != 1:
+            raise KeyError(f"{self.name}: {len(found)} feature sets start with {prefix!r} (feature sets: "
+                           f"{', '.join(rows)})")
+        return found[0]
+
+    @property
+    def bm25_settings(self) -> str:
+        """``Lucene's BM25, k1 1.5, b 0.75, stop words en, no stemming``."""
+        s = self.results["bm25"]["settings"]
+        stem = f"stemmer {s['stemmer']}" if s.get("stemmer") else "no stemming"
+        stop = f"stop words {s['stopwords']}" if s.get("stopwords") else "no stop words"
+        return f"{s['method']} BM25, k1 {s['k1']}, b {s['b']}, {stop}, {stem}"
+
+    @property
+    def seconds(self) -> dict[str, Num]:
+        """``encode``, ``fit`` and ``all``, in seconds."""
+        s = self.results["seconds"]
+        return {"encode": Num(s["encode"]), "fit": Num(s["fit"]), "all": Num(s["encode"] + s["fit"])}
+
+    @property
+    def minutes(self) -> dict[str, str]:
+        return {k: _one(v / 60) for k, v in self.seconds.items()}
+
+    def texts(self, encoder: str | None = None) -> int:
+        """How many questions and passages the encoder encoded."""
+        return int(self.results["results"][self._label(encoder)]["encode"]["texts"])
+
+    @property
+    def cells(self) -> int:
+        """How many cells (feature set x pooling x block, over every encoder) the record holds."""
+        return sum(len(b.cells) for blocks in self._blocks.values() for b in blocks.values())
+
+    @property
+    def machine(self) -> str:
+        """``AMD EPYC, 2 CPUs, 1 torch thread, cpu, bf16 encoding, torch 2.13.0+cpu``."""
+        m, c = self.results["machine"], self.results["config"]
+        threads = m.get("torch_threads")
+        return (f"{m.get('cpu') or m.get('device')}, {m.get('cpu_count')} CPUs, {threads} torch "
+                f"thread{'' if threads == 1 else 's'}, device {m.get('device')}, {c.get('mixed_precision')} encoding, "
+                f"features cached as {c.get('cache_dtype')}, torch {m.get('torch')}")
+
+    @property
+    def command(self) -> str:
+        """The ``hire rank-probe`` command that made this folder: its encoders, data and question set (every other
+        option as ``results.json``'s config records it, the command's defaults here)."""
+        c = self.results["config"]
+        return (f"hire rank-probe --encoders {','.join(c['encoders'])} --task {c['task']} --keep {c['keep']} "
+                f"--output_dir experiments/{self.name}")
+
+
+def load(directory: Path) -> Experiment | Probe | Reconstruct | RankProbe:
+    """Whichever of the four an ``experiments/<name>/`` folder holds: ``summary.json`` (an experiment grid), or the
+    ``format`` of its ``results.json``. ValueError naming the folder for anything else, such as a command still
+    running there (a page is made from finished records only)."""
     if (directory / "summary.json").is_file():
         return Experiment(directory)
-    if (directory / "which_layer.csv").is_file():
+    path = directory / "results.json"
+    try:
+        found = json.loads(path.read_text()).get("format") if path.is_file() else None
+    except (json.JSONDecodeError, AttributeError):
+        found = "not a JSON object"
+    if found == "hire-probe/1" and (directory / "which_layer.csv").is_file():
         return Probe(directory)
-    return Reconstruct(directory)
+    if found == RANK_FORMAT:
+        return RankProbe(directory)
+    if found == "hire-reconstruct/1":
+        return Reconstruct(directory)
+    what = "a `hire probe` record without which_layer.csv" if found == "hire-probe/1" else \
+        f"no results.json of a known format ({found})" if path.is_file() else "neither summary.json nor results.json"
+    raise ValueError(f"{directory}: {what}; a results page is made from a finished `hire experiment report`, "
+                     "`hire probe`, `hire rank-probe` or `hire reconstruct` folder (is a command still running there?)")
 
 
 def hire_against_last_layer(experiments: dict[str, Any]) -> list[dict[str, Any]]:

@@ -3,12 +3,12 @@
     python scripts/docs_pages.py           # write docs/results/, docs/benchmarks/ and README.md's results block
     python scripts/docs_pages.py --check   # change nothing; list what differs and exit 1 if anything does
 
-Sources, all committed: ``experiments/<name>/`` (what ``hire experiment report``, ``hire probe`` and ``hire
-reconstruct`` wrote: tables, figures, records, summary.json) and ``benchmarks/results/`` (the speed reports).
-The plain-words findings of each experiment are ``docs/findings/<name>.md``: prose with Jinja2 fields that
-read every number from those files (``scripts/docs_data.py``). A generated page is never edited by hand:
-edit the template or make new records, then run this again. tests/test_docs.py checks that running it changes
-nothing.
+Sources, all committed: ``experiments/<name>/`` (what ``hire experiment report``, ``hire probe``, ``hire
+rank-probe`` and ``hire reconstruct`` wrote: tables, figures, records, summary.json, results.json) and
+``benchmarks/results/`` (the speed reports). The plain-words findings of each experiment are
+``docs/findings/<name>.md``: prose with Jinja2 fields that read every number from those files
+(``scripts/docs_data.py``). A generated page is never edited by hand: edit the template or make new records, then
+run this again. tests/test_docs.py checks that running it changes nothing.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import jinja2
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from docs_data import Experiment, Probe, Reconstruct, hire_against_last_layer, load
+from docs_data import Experiment, Probe, RankBlock, RankProbe, Reconstruct, hire_against_last_layer, load
 
 from hire.sharing import markdown_table
 
@@ -51,7 +51,10 @@ class Site:
 
     def __init__(self, root: Path):
         self.root = root
-        self.experiments = {d.name: load(d) for d in sorted((root / "experiments").iterdir()) if d.is_dir()}
+        try:
+            self.experiments = {d.name: load(d) for d in sorted((root / "experiments").iterdir()) if d.is_dir()}
+        except ValueError as err:  # an unfinished or unknown folder: one line, as a bad template
+            raise SystemExit(f"experiments/: {err}") from err
         self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(root / "docs" / "findings"),
                                       undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                                       trim_blocks=True, lstrip_blocks=True)
@@ -188,6 +191,84 @@ def reconstruct_page(exp: Reconstruct, meta: dict[str, Any], findings: str) -> s
                       "redraws the table and plot from `results.json`.", ""])
 
 
+def rank_table(block: RankBlock) -> list[str]:
+    """A block in the study's layout: feature sets by poolings, headline MAP x100, the best in bold, † the cell
+    chosen by dev MAP (as ``hire rank-probe``'s report.md draws it)."""
+    top, chosen = block.top.map, block.chosen
+    rows = []
+    for row in block.rows:
+        values = []
+        for pooling in block.poolings:
+            cell = block.cell(row, pooling)
+            text = f"**{cell.map.f2}**" if cell.map == top else cell.map.f2
+            values.append(f"{text} †" if cell is chosen else text)
+        rows.append([row, *values])
+    return markdown_table(["feature set", *block.poolings], rows, "l" + "r" * len(block.poolings))
+
+
+def rank_cells(exp: RankProbe, encoder: str) -> list[str]:
+    """An encoder's blocks in the study's layout: cosine's and the best scorer's open (the best scorer: the block
+    whose chosen cell has the best dev MAP), the others folded; then each pooling's mean over the layers."""
+    blocks = exp.blocks(encoder)
+    best = max(blocks, key=lambda b: b.chosen.dev)
+    opened = [b for b in blocks if b is best or not b.learned]
+    split = exp.split
+    out = [f"## Every cell: {encoder}" if len(exp.encoders) > 1 else "## Every cell: layer x pooling", "",
+           f"{split.capitalize()} MAP x100 on the {exp.questions(split)} {exp.keep} {split} questions; rows: feature "
+           "sets (hidden states, 0 = the embeddings, and concatenations), columns: poolings. Bold: the table's best; "
+           "†: the cell chosen by dev MAP, which the findings' summary reports.", ""]
+    for block in opened:
+        out += [f"### {block.name}", "", *rank_table(block), ""]
+    for block in blocks:
+        if block not in opened:
+            out += [f'??? info "{block.name}"', "", indent("\n".join(rank_table(block)) + "\n"), ""]
+    poolings = blocks[0].poolings
+    rows = [[b.name, *(b.pooling_mean(p).f2 for p in poolings)] for b in blocks]
+    return [*out, f"### Pooling averaged over layers 1-{blocks[0].states[-1]}", "",
+            "Each pooling's MAP averaged over the Transformer layers (not the embeddings), as the study compares "
+            "poolings.", "", *markdown_table(["block", *poolings], rows, "l" + "r" * len(poolings)), ""]
+
+
+def rank_figures(exp: RankProbe) -> list[str]:
+    """The MAP-by-layer figures, ``figures/<encoder>-<pooling>.png``, by encoder and in the tables' pooling order."""
+    poolings = exp.blocks(exp.encoders[0])[0].poolings
+
+    def order(png: Path) -> tuple[str, int]:
+        encoder, _, pooling = png.stem.rpartition("-")
+        return encoder, poolings.index(pooling) if pooling in poolings else len(poolings)
+
+    figures = sorted((exp.dir / "figures").glob("*.png"), key=order)
+    if not figures:
+        return []
+    out = ["## MAP by layer", "", f"{exp.split.capitalize()} MAP x100 of every block against the hidden state, one "
+           "figure per pooling; BM25 dashed.", ""]
+    for png in figures:
+        encoder, _, pooling = png.stem.rpartition("-")
+        out += [image(exp.name, f"figures/{png.name}", f"{encoder}, {pooling} pooling: {exp.split} MAP by layer"), ""]
+    return out
+
+
+def rank_probe_page(exp: RankProbe, meta: dict[str, Any], findings: str) -> str:
+    """Findings, every block's layer x pooling table, the MAP-by-layer figures, each block's time and the machine,
+    from results.json."""
+    out = [f"# {meta.get('title', exp.name)}", "", note(f"experiments/{exp.name}/", exp.name), "", findings]
+    for encoder in exp.encoders:
+        out += rank_cells(exp, encoder)
+    out += rank_figures(exp)
+    rows = [[encoder if i == 0 else "", str(exp.texts(encoder)) if i == 0 else "", b.name, str(len(b.cells)),
+             str(b.seconds)] for encoder in exp.encoders for i, b in enumerate(exp.blocks(encoder))]
+    out += ["## Machine and time", "", f"{exp.machine}. Questions and passages are encoded once per encoder "
+            f"({exp.seconds['encode']} s in all) and every block reads the cached features; a block's cells are "
+            f"fitted together, so its seconds are for all of them. In all {exp.minutes['all']} minutes "
+            f"({exp.minutes['encode']} encoding, {exp.minutes['fit']} fitting), as `results.json` records them.", "",
+            *markdown_table(["encoder", "texts encoded", "block", "cells", "seconds"], rows, "lrlrr"), "",
+            "## Reproduce", "", f"`{exp.command}` made `experiments/{exp.name}/` (every option is in its "
+            f"`results.json`); `hire rank-probe-report experiments/{exp.name}` redraws `report.md`, the tables and "
+            "the figures from `results.json` alone, and `runs/` and `qrels/` hold the TREC run files of each "
+            "block's chosen cell, for rescoring with any trec_eval.", ""]
+    return "\n".join(out)
+
+
 def results_pages(site: Site) -> dict[str, str]:
     pages: dict[str, str] = {}
     cells: list[list[str]] = []
@@ -198,6 +279,10 @@ def results_pages(site: Site) -> dict[str, str]:
             pages[f"docs/results/{name}.md"] = grid_page(site, exp, meta, findings)
             cells.append([f"[{meta.get('title', name)}]({name}.md)", meta.get("asks", ""),
                           f"{exp.summary['with_records']} of {exp.summary['cells']}", str(exp.hours)])
+        elif isinstance(exp, RankProbe):
+            pages[f"docs/results/{name}.md"] = rank_probe_page(exp, meta, findings)
+            cells.append([f"[{meta.get('title', name)}]({name}.md)", meta.get("asks", ""), str(exp.cells),
+                          f"{exp.seconds['all'] / 3600:.1f}"])
         else:
             page = probe_page if isinstance(exp, Probe) else reconstruct_page
             pages[f"docs/results/{name}.md"] = page(exp, meta, findings)

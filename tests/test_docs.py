@@ -62,6 +62,8 @@ QUICK = {
     "reconstruct": ["--max_examples", "8"],
     "features": ["--max_train_examples", "24", "--max_eval_examples", "12", "--epochs", "1", "--rows", "last",
                  "--max_length", "48", "--cache_dir", "features-cache"],
+    "probe-tokens": ["--max_train_sentences", "40", "--max_eval_sentences", "20"],
+    "rank-probe": ["--max_train_questions", "20"],
 }
 # An experiment file's cells are `hire train` runs: cut as QUICK cuts the command (its cells train in seconds).
 QUICK_GRID = {"data.max_train_examples": 24, "data.max_eval_examples": 12, "data.max_length": 48,
@@ -265,6 +267,99 @@ def test_a_finding_reads_its_numbers_from_the_records(tmp_path: Path) -> None:
     pages = docs_pages.generate(copy)
     assert "+12.3 [" in pages["docs/results/table1-minilm.md"] and "+12.3 [" in pages["docs/results/does-hire-help.md"]
     assert "+12.3 [" not in docs_pages.generate(ROOT)["docs/results/table1-minilm.md"]
+
+
+def rank_record(maps: dict[str, dict[tuple[str, str], tuple[float, float]]], **extra: object) -> dict:
+    """A ``hire rank-probe`` results.json by hand: per block key, (feature set, pooling) -> (dev MAP, test MAP)
+    (MRR and P@1 set to the MAP); each block's chosen cell is its best dev MAP, as the command chooses."""
+    def metrics(v: float) -> dict[str, float]:
+        return {"map": v, "mrr": v, "p@1": v, "questions": 3.0, "score": v}
+
+    blocks = {}
+    for key, cells in maps.items():
+        rows = [{"row": r, "pooling": p, "layers": [], "dev": metrics(d), "test": metrics(t)}
+                for (r, p), (d, t) in cells.items()]
+        best = max(rows, key=lambda c: c["dev"]["map"])
+        scorer, loss = key.split("/")
+        blocks[key] = {"scorer": scorer, "loss": loss, "rows": rows, "seconds": 2.0,
+                       "best": {"row": best["row"], "pooling": best["pooling"], "runs": {}}}
+    top = max(((k, c) for k, b in blocks.items() for c in b["rows"]), key=lambda kc: kc[1]["dev"]["map"])
+    return {"format": "hire-rank-probe/1",
+            "config": {"encoders": ["enc"], "task": "wikiqa", "keep": "has-both", "mixed_precision": "no",
+                       "cache_dtype": "float32"},
+            "encoders": [{"label": "enc"}],
+            "data": {"keep": "has-both", "questions": {"train": 5, "dev": 3, "test": 3},
+                     "candidates": {"train": 20, "dev": 9, "test": 9}, "dropped": {"dev": {"no negative": 1}}},
+            "bm25": {"settings": {"k1": 1.5, "b": 0.75, "method": "lucene", "stemmer": None, "stopwords": "en"},
+                     "dev": metrics(0.5), "test": metrics(0.4)},
+            "results": {"enc": {"blocks": blocks, "encode": {"seconds": 3.0, "texts": 40}, "num_hidden_states": 3}},
+            "machine": {"cpu": "some cpu", "cpu_count": 2, "torch_threads": 1, "device": "cpu", "torch": "2"},
+            "best": {"label": "enc", "scorer": blocks[top[0]]["scorer"], "loss": blocks[top[0]]["loss"], **top[1]},
+            "seconds": {"encode": 3.0, "fit": 4.0}, **extra}
+
+
+def test_a_rank_probe_record_reads_as_the_study_reads_it(tmp_path: Path) -> None:
+    """The loader on a hand-made grid with known answers: chosen and best cells, pooling means over layers 1..l,
+    concatenations against single states, losses against each other, and the page's table marks."""
+    from docs_data import RankProbe, load
+
+    cos = {("0", "cls"): (.1, .2), ("0", "mean"): (.3, .3), ("1", "cls"): (.2, .1), ("1", "mean"): (.4, .5),
+           ("2", "cls"): (.3, .3), ("2", "mean"): (.6, .7), ("first+last (1+2)", "cls"): (.1, .1),
+           ("first+last (1+2)", "mean"): (.5, .6)}
+    hinge = {k: (d + .1, t + .1) for k, (d, t) in cos.items()} | {("first+last (1+2)", "mean"): (.2, .9)}
+    point = {k: (d, t - .05) for k, (d, t) in hinge.items()}
+    folder = tmp_path / "rank"
+    folder.mkdir()
+    (folder / "results.json").write_text(json.dumps(rank_record(
+        {"cosine/none": cos, "logistic/hinge": hinge, "logistic/pointwise": point})))
+    exp = load(folder)
+    assert isinstance(exp, RankProbe) and exp.split == "test" and exp.questions("test") == 3
+    assert (exp.bm25.map, exp.bm25.dev) == (pytest.approx(40), pytest.approx(50))
+    assert exp.dropped("dev") == "1 no negative" and exp.dropped("test") == "none"
+    c = exp.block("cosine/none")
+    assert (c.chosen.where, c.chosen.map) == ("2, mean", pytest.approx(70))
+    assert c.pooling_mean("mean") == pytest.approx((50 + 70) / 2) and c.pooling_mean("cls") == pytest.approx(20)
+    assert c.best_pooling == "mean" and c.states == ["0", "1", "2"]
+    h = exp.block("logistic/hinge")
+    assert (h.chosen.where, h.top.where, h.top_state("mean").where) == ("2, mean", "first+last (1+2), mean", "2, mean")
+    assert c.top_state("mean", skip="2").where == "1, mean"
+    assert exp.row("first+last") == "first+last (1+2)" and exp.row("last") == "2"
+    fl = exp.versus("first+last (1+2)", "2")  # the learned blocks, mean pooling: hinge 90 > 80, pointwise 85 > 75
+    assert (fl.ahead, fl.n) == (2, 2)
+    assert exp.versus("first+last (1+2)", "2", learned=False).ahead == 2  # and cosine's 60 < 70
+    assert exp.versus("first+last (1+2)").ahead == 2  # against each block's best single state: 2, mean
+    assert exp.loss_wins() == [] and exp.loss_wins("hinge", "pointwise") == ["logistic"]
+    assert exp.strongest("logistic").block == "logistic, hinge loss"
+    assert (exp.best.block, exp.best.where) == ("logistic, hinge loss", "2, mean")
+    assert exp.cells == 24 and exp.minutes["all"] == "0.1" and exp.texts() == 40
+    table = "\n".join(docs_pages.rank_table(h))
+    assert "| 2 | 40.00 | 80.00 † |" in table and "| first+last (1+2) | 20.00 | **90.00** |" in table
+    record = json.loads((folder / "results.json").read_text())
+    del record["seconds"]  # what an unfinished run leaves
+    (folder / "results.json").write_text(json.dumps(record))
+    with pytest.raises(ValueError, match=r"results\.json: not a finished `hire rank-probe` record.*seconds"):
+        load(folder)
+
+
+def test_the_ranking_pages_read_their_numbers_from_results_json(tmp_path: Path) -> None:
+    """Change BM25's test MAP in the has-both record: the summary of the ranking page and the has-both page say
+    the new number, and nothing else moves."""
+    copy = tmp_path / "repo"
+    shutil.copytree(ROOT / "experiments", copy / "experiments")
+    shutil.copytree(ROOT / "docs" / "findings", copy / "docs" / "findings")
+    shutil.copytree(ROOT / "benchmarks" / "results", copy / "benchmarks" / "results")
+    shutil.copy(ROOT / "README.md", copy / "README.md")
+    path = copy / "experiments" / "rank-probe-minilm-has-both" / "results.json"
+    record = json.loads(path.read_text())
+    record["bm25"]["test"]["map"] = 0.12345
+    path.write_text(json.dumps(record))
+    before, after = docs_pages.generate(ROOT), docs_pages.generate(copy)
+    changed = sorted(p for p in after if after[p] != before[p])
+    assert changed == ["docs/results/rank-probe-minilm-has-both.md", "docs/results/rank-probe-minilm.md"]
+    assert "test MAP 12.3 (has-positive: " in after["docs/results/rank-probe-minilm-has-both.md"]
+    page = after["docs/results/rank-probe-minilm.md"]
+    bm25_rows = [line for line in page.splitlines() if line.startswith("| BM25 |")]
+    assert len(bm25_rows) == 2 and "| 12.3 |" in bm25_rows[1] and "| 12.3 |" not in bm25_rows[0]
 
 
 def test_the_readme_is_a_short_front_door() -> None:
