@@ -352,6 +352,27 @@ def option(help: str, default: Any = REQUIRED, positional: bool = False, flag: s
     return dataclasses.field(default=default, metadata=metadata)
 
 
+def split_words(values: Sequence[str] | None) -> list[str]:
+    """A repeatable option's words as one list of names: each word may hold several, comma-separated (spaces
+    around a name and empty names dropped)."""
+    return [name.strip() for value in values or () for name in value.split(",") if name.strip()]
+
+
+def choose_names(words: Sequence[str], option: str, choices: Collection[str], noun: str = "name",
+                 all_word: bool = False) -> list[str]:
+    """The names of ``choices`` that ``option``'s words pick (:func:`split_words`), each once, in the order
+    given; with ``all_word``, the word ``all`` picks every choice. None given picks every choice. An unknown name
+    is a :class:`ConfigError` naming the option and the choices."""
+    picked: list[str] = []
+    for name in split_words(words):
+        everything = all_word and name == "all"
+        if name not in choices and not everything:
+            raise ConfigError(f"{option}: unknown {noun} {name!r}; choose from {'all, ' if all_word else ''}"
+                              f"{', '.join(choices)}")
+        picked += [c for c in (choices if everything else (name,)) if c not in picked]
+    return picked or list(choices)
+
+
 class _Repeat(argparse.Action):
     """A repeatable option: each time it is given adds its word to the list (after a ``--config`` file's)."""
 
@@ -368,9 +389,10 @@ def command_parser(options: type, prog: str, description: str, epilog: str = "",
                    config: bool = False) -> ArgumentParser:
     """The jsonargparse parser of a command whose options are the fields of dataclass ``options``: each field's
     annotation is its type (a range, a choice as ``Literal``), checked where the value is read; with ``config``,
-    ``--config FILE`` too (a YAML file of the same options)."""
+    ``--config FILE`` too (a YAML file of the same options). ``description`` is refilled to 100 columns (a
+    docstring's line breaks and indentation fold into single spaces)."""
     parser = ArgumentParser(prog=prog, exit_on_error=False, parser_mode="hire", description=textwrap.fill(
-                            description, 100), epilog=epilog or None, formatter_class=_Formatter)
+                            " ".join(description.split()), 100), epilog=epilog or None, formatter_class=_Formatter)
     parser.hire_options = options
     if config:
         parser.add_argument("--config", action=_ConfigFile, help="YAML file of options (the keys are the options' "
@@ -430,13 +452,23 @@ class Command:
     main: Callable[[list[str]], int]
 
 
-def typed_command(name: str, options: type, run: Callable[[Any], int], help: str, description: str = "",
+def typed_command(name: str, options: type, run: Callable[[Any], int], help: str, description: str | None = "",
                   epilog: str = "", config: bool = False, prog: str = "") -> Command:
     """Command ``name``, whose options are the fields of dataclass ``options``: ``run`` gets them parsed and
-    checked (:func:`parse_command`); ``--help`` shows ``description`` (default: ``help``) and ``epilog``."""
+    checked (:func:`parse_command`); ``--help`` shows ``description`` (default: ``help``; the lab passes the
+    options' docstring, ``Options.__doc__``, which says what the command does) and ``epilog``."""
     prog = prog or f"hire {name}"
     return Command(name, help, lambda words: run(parse_command(options, prog, words, description or help, epilog,
                                                                 config)))
+
+
+def folder_command(name: str, made_by: str, run: Callable[[str], int], help: str, description: str) -> Command:
+    """Command ``name`` whose one option is the positional OUTPUT_DIR, a folder that ``hire {made_by}`` wrote
+    (the commands that redraw a report from its ``results.json`` take nothing else): ``run`` gets the folder."""
+    options = dataclasses.make_dataclass(
+        "FolderCommand", [("output_dir", str, option(f"a `hire {made_by}` output folder", positional=True))],
+        kw_only=True)
+    return typed_command(name, options, lambda args: run(args.output_dir), help, description)
 
 
 def command_group(prog: str, help: str, description: str, commands: Sequence[Command], epilog: str = "") -> Command:
@@ -461,6 +493,6 @@ def dispatch(prog: str, description: str, commands: Sequence[Command], words: Se
     return named[words[0]].main(list(words[1:]))
 
 
-__all__ = ["Command", "by_name", "comma_list", "command_group", "command_parser", "config_text", "dispatch",
-           "mapping", "one_line", "option", "parse_command", "parse_options", "read_config_file",
-           "run_parser", "take_print_config", "typed_command"]
+__all__ = ["Command", "by_name", "choose_names", "comma_list", "command_group", "command_parser", "config_text",
+           "dispatch", "folder_command", "mapping", "one_line", "option", "parse_command", "parse_options",
+           "read_config_file", "run_parser", "split_words", "take_print_config", "typed_command"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,8 @@ from hire.data.files import (
 )
 
 __all__ = ["FIELDS", "FORMATS", "KEEP", "WIKIQA_COLUMNS", "WIKIQA_ENV", "RankingExample", "RankingFile",
-           "default_wikiqa_dir", "group_questions", "keep_questions", "read_ranking_file", "read_wikiqa"]
+           "check_grades", "default_wikiqa_dir", "group_questions", "keep_questions", "read_ranking_file",
+           "read_wikiqa"]
 
 FIELDS = ("qid", "question", "pid", "passage", "label")
 FORMATS = ("auto", "tsv", "csv", "jsonl")
@@ -86,6 +87,17 @@ def group_questions(examples: Sequence[RankingExample]) -> dict[str, list[Rankin
     for example in examples:
         groups.setdefault(example.qid, []).append(example)
     return groups
+
+
+def check_grades(examples: Iterable[RankingExample], path: str | Path, unlabelled: str, why: str) -> None:
+    """Every candidate labelled with a whole-number relevance grade (TREC qrels and the IR metrics read
+    integers), checked in file order: :class:`DataError` ``"{path}: {unlabelled}"`` at the first candidate without
+    a label, ``"{path}, line N: the label X is not a whole number{why}"`` at the first with a fractional one."""
+    for example in examples:
+        if example.label is None:
+            raise DataError(f"{path}: {unlabelled}")
+        if example.label != int(example.label):
+            raise DataError(f"{path}, line {example.line}: the label {example.label} is not a whole number{why}")
 
 
 def keep_questions(examples: Sequence[RankingExample], keep: str) -> tuple[list[RankingExample], dict[str, int]]:

@@ -13,7 +13,7 @@ from typing import Literal
 
 from hire.config import AtLeast1, ConfigError, Positive, Probability, Seed
 from hire.featurebased import ROWS
-from hire.options import Command, option, typed_command
+from hire.options import Command, choose_names, option, typed_command
 
 EPILOG = f"""\
 rows: {', '.join(ROWS)} (or all). Each word's features are its first sub-token's hidden states;
@@ -31,17 +31,17 @@ examples:
 
 def parse_rows(words: Sequence[str]) -> list[str]:
     """``--rows``: names or ``all``, comma-separated or repeated; ConfigError for an unknown one."""
-    names = [w.strip() for word in words for w in word.split(",") if w.strip()] or ["all"]
-    rows: list[str] = []
-    for name in names:
-        if name != "all" and name not in ROWS:
-            raise ConfigError(f"--rows: unknown row {name!r}; choose from all, {', '.join(ROWS)}")
-        rows.extend(r for r in (ROWS if name == "all" else (name,)) if r not in rows)
-    return rows
+    return choose_names(words, "--rows", ROWS, "row", all_word=True)
 
 
 @dataclass(kw_only=True)
 class FeaturesCommand:
+    """Compute once, with the encoder frozen, every word's hidden states H_0 .. H_l at its first sub-token for each
+    split (cached on disk as float16, keyed by the encoder's files and the data), then train a randomly initialised
+    2-layer BiLSTM (the encoder's width per direction) and a linear layer on each feature set (--rows), with early
+    stopping on dev entity F1 (seqeval, strict IOB2; token accuracy for POS). Training never runs the encoder. Each
+    row gets a run folder under --output_dir; results.md compares them."""
+
     encoder: str = option("the frozen encoder: hub name, local folder, all-MiniLM-L6-v2, a run / saved model "
                           "folder (its fine-tuned encoder), or random:<encoder> (its architecture with random "
                           "weights, fixed seed, and its real tokenizer: an untrained twin)", "all-MiniLM-L6-v2")
@@ -79,7 +79,7 @@ class FeaturesCommand:
 
 def _cmd_features(args: FeaturesCommand) -> int:
     from hire.checks import check_input_file
-    from hire.probing.cli import check_encoders, check_results_dir
+    from hire.probing.cli import check_encoders, check_results_dir, resolve_device
 
     rows = parse_rows(args.rows)
     files = {"train": args.train_file, "dev": args.dev_file, "test": args.test_file}
@@ -97,14 +97,10 @@ def _cmd_features(args: FeaturesCommand) -> int:
     if args.cache_dir is not None:
         check_results_dir(args.cache_dir, "--cache_dir")
     check_encoders([args.encoder])  # imports torch
-    import torch
-
     from hire.featurebased.grid import FeatureRun, run_features, summary_table
     from hire.featurebased.tagger import TaggerSettings
 
-    device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"--device {args.device}: no CUDA device here")
+    device = resolve_device(args.device)
     tagger = TaggerSettings(args.epochs, args.lr, args.batch_size, args.patience, args.dropout, args.hidden_size,
                             args.seed, device)
     run = FeatureRun(args.encoder, rows, args.output_dir, args.task, args.tag_column, args.data_dir,
@@ -124,15 +120,9 @@ def _cmd_features(args: FeaturesCommand) -> int:
 
 def add_commands() -> list[Command]:
     """``hire features``."""
-    return [typed_command(
-        "features", FeaturesCommand, _cmd_features,
-        "tag words from a frozen encoder's cached features with a BiLSTM (BERT's feature-based Table 7)",
-        "Compute once, with the encoder frozen, every word's hidden states H_0 .. H_l at its first sub-token for each "
-        "split (cached on disk as float16, keyed by the encoder's files and the data), then train a randomly "
-        "initialised 2-layer BiLSTM (the encoder's width per direction) and a linear layer on each feature set "
-        "(--rows), with early stopping on dev entity F1 (seqeval, strict IOB2; token accuracy for POS). Training "
-        "never runs the encoder. Each row gets a run folder under --output_dir; results.md compares them.",
-        EPILOG, config=True)]
+    return [typed_command("features", FeaturesCommand, _cmd_features, "tag words from a frozen encoder's cached "
+                          "features with a BiLSTM (BERT's feature-based Table 7)", FeaturesCommand.__doc__, EPILOG,
+                          config=True)]
 
 
 __all__ = ["add_commands", "parse_rows"]

@@ -18,7 +18,7 @@ from jsonargparse.typing import NonNegativeInt
 from hire.config import AtLeast1, ConfigError
 from hire.layers.plan import FAMILIES, FAMILY_NAMES, parse_indices
 from hire.options import Command, option, typed_command
-from hire.probing.cli import EncoderOptions, check_encoders, check_results_dir, encoders_and_labels
+from hire.probing.cli import EncoderOptions, check_encoders, check_results_dir, encoders_and_labels, resolve_device
 
 if TYPE_CHECKING:
     from hire.layers.grid import ReconstructOptions
@@ -62,7 +62,7 @@ def reconstruct_options(args: ReconstructCommand) -> ReconstructOptions:
     from hire.data.glue import get_task
     from hire.layers.grid import ReconstructOptions
 
-    encoders, labels = encoders_and_labels(args)
+    encoders, labels = encoders_and_labels(args.encoder, args.labels)
     columns = [c.strip() for c in args.text_columns.split(",") if c.strip()]
     if args.input is not None:
         if args.task is not None or args.split is not None:
@@ -78,19 +78,10 @@ def reconstruct_options(args: ReconstructCommand) -> ReconstructOptions:
             raise ConfigError(f"--split {args.split}: {spec.name} has {', '.join(spec.splits)}")
     check_results_dir(args.output_dir)
     check_encoders(encoders)  # last: it imports torch
-    device = _device(args.device)
+    device = resolve_device(args.device)
     return ReconstructOptions(encoders, args.output_dir, labels, None if args.input else (args.task or "CoLA"),
                               args.split, args.data_dir, args.input, columns, args.max_examples or None,
                               args.max_length, args.batch_size, args.decoder, args.x_axis, device)
-
-
-def _device(choice: str) -> str:
-    import torch
-
-    device = choice if choice != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"--device {choice}: no CUDA device here")
-    return device
 
 
 def _cmd_reconstruct(args: ReconstructCommand) -> int:
@@ -115,6 +106,12 @@ AtLeast0 = Annotated[int, NonNegativeInt]
 
 @dataclass(kw_only=True)
 class DeepenOptions:
+    """Write a deeper copy of a Hugging Face encoder: each layer of the new encoder is an independent copy of a
+    source layer (Kao et al.: duplicate some layers, then fine-tune). Every other weight (embeddings, shared
+    relative-position tables, a masked-LM head) is kept as it is. The output is an ordinary checkpoint (config.json,
+    model.safetensors, tokenizer, and deepen.json recording the source and plan) that AutoModel.from_pretrained and
+    `hire train --model.encoder` load as any other."""
+
     encoder: str = option("the source encoder: hub name, local folder or all-MiniLM-L6-v2")
     duplicate: str | None = option("0-based layers to duplicate, I,J,.. or all: each copy right after its source "
                                    "(4,5: 0 1 2 3 4 4 5 5; a layer listed twice runs three times); or give --layers",
@@ -128,6 +125,11 @@ class DeepenOptions:
 
 @dataclass(kw_only=True)
 class ReconstructCommand(EncoderOptions):
+    """Feed each hidden state H_0 .. H_l of each encoder to the model's own output layer (its trained masked-LM head
+    where the checkpoint has one, else the tied input embeddings: logits = H E^T) and report the top-1 accuracy of
+    recovering the unmasked input tokens at real positions (Kao et al.). Writes results.json, a table (Markdown,
+    CSV) and a plot to --output_dir."""
+
     output_dir: str = option("where results go", "runs/reconstruct")
     report_only: bool = option("only redraw the table and plot from --output_dir/results.json", False)
     # data
@@ -153,19 +155,10 @@ def add_commands() -> list[Command]:
     return [
         typed_command("deepen", DeepenOptions, _cmd_deepen,
                       "make an encoder deeper by duplicating some of its layers (no training)",
-                      "Write a deeper copy of a Hugging Face encoder: each layer of the new encoder is an independent "
-                      "copy of a source layer (Kao et al.: duplicate some layers, then fine-tune). Every other weight "
-                      "(embeddings, shared relative-position tables, a masked-LM head) is kept as it is. The output "
-                      "is an ordinary checkpoint (config.json, model.safetensors, tokenizer, and deepen.json "
-                      "recording the source and plan) that AutoModel.from_pretrained and `hire train "
-                      "--model.encoder` load as any other.", DEEPEN_EPILOG),
+                      DeepenOptions.__doc__, DEEPEN_EPILOG),
         typed_command("reconstruct", ReconstructCommand, _cmd_reconstruct,
                       "how well each hidden layer's output reconstructs the input tokens",
-                      "Feed each hidden state H_0 .. H_l of each encoder to the model's own output layer (its trained "
-                      "masked-LM head where the checkpoint has one, else the tied input embeddings: logits = H E^T) "
-                      "and report the top-1 accuracy of recovering the unmasked input tokens at real positions (Kao "
-                      "et al.). Writes results.json, a table (Markdown, CSV) and a plot to --output_dir.",
-                      config=True),
+                      ReconstructCommand.__doc__, config=True),
     ]
 
 

@@ -13,25 +13,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from hire.config import AtLeast1, Seed, ranged
-from hire.options import Command, option, typed_command
+from hire.config import AtLeast1, ConfigError, Seed, ranged
+from hire.options import Command, folder_command, option, split_words, typed_command
 
 if TYPE_CHECKING:
     from hire.probing.grid import ProbeOptions
 
 
-def _floats(option: str, text: str) -> tuple[float, ...]:
+def positive_numbers(option: str, text: str) -> tuple[float, ...]:
+    """A grid option (``--c_grid 0.01,0.1,1``): positive numbers separated by commas; ConfigError otherwise."""
     try:
         values = tuple(float(v) for v in text.split(",") if v.strip())
     except ValueError:
-        raise ValueError(f"{option}: expected numbers separated by commas, not {text!r}") from None
-    if not values or any(v <= 0 for v in values):
-        raise ValueError(f"{option}: expected positive numbers separated by commas, not {text!r}")
+        raise ConfigError(f"{option}: expected numbers separated by commas, not {text!r}") from None
+    if not values or any(not v > 0 for v in values):  # not > 0: NaN is no strength either
+        raise ConfigError(f"{option}: expected positive numbers separated by commas, not {text!r}")
     return values
-
-
-def _names(values: list[str] | None) -> list[str]:
-    return [v.strip() for value in values or [] for v in value.split(",") if v.strip()]
 
 
 @dataclass(kw_only=True)
@@ -47,16 +44,18 @@ class EncoderOptions:
                                "--encoder values)", [])
 
 
-def encoders_and_labels(args: EncoderOptions) -> tuple[list[str], list[str]]:
-    """The ``--encoder`` and ``--labels`` words, checked: at least one encoder, a distinct name for each."""
-    encoders, labels = _names(args.encoder), _names(args.labels)
+def encoders_and_labels(encoder_words: list[str], label_words: list[str], option: str = "--encoder",
+                        ) -> tuple[list[str], list[str]]:
+    """The encoders (``option``'s words) and ``--labels``, checked: at least one encoder, a distinct name for
+    each."""
+    encoders, labels = split_words(encoder_words), split_words(label_words)
     if not encoders:
-        raise ValueError("--encoder: give at least one encoder (hub name, folder, run folder or saved model)")
+        raise ConfigError(f"{option}: give at least one encoder (hub name, folder, run folder or saved model)")
     if labels and len(labels) != len(encoders):
-        raise ValueError(f"--labels: {len(labels)} names for {len(encoders)} encoders")
+        raise ConfigError(f"--labels: {len(labels)} names for {len(encoders)} encoders")
     if len(set(labels or encoders)) < len(encoders):
-        raise ValueError("--labels: give each encoder a distinct name" if labels else
-                         "--encoder: the same encoder twice")
+        raise ConfigError("--labels: give each encoder a distinct name" if labels else
+                          f"{option}: the same encoder twice")
     return encoders, labels
 
 
@@ -70,42 +69,65 @@ def check_results_dir(output_dir: str, option: str = "--output_dir") -> None:
     check_not_run_file(output_dir, option)
 
 
-def check_encoders(encoders: list[str]) -> None:
-    """Every ``--encoder`` loadable (:func:`hire.probing.sources.check_source`), before any work."""
+def check_encoders(encoders: list[str], option: str = "--encoder") -> None:
+    """Every encoder of ``option`` loadable (:func:`hire.probing.sources.check_source`), before any work."""
     from hire.probing.sources import check_source
 
     for spec in encoders:
-        check_source(spec, "--encoder")
+        check_source(spec, option)
+
+
+def resolve_device(choice: str) -> str:
+    """``--device``: ``auto`` is cuda where there is a CUDA device, else cpu; a cuda device where there is none is
+    a ConfigError."""
+    import torch
+
+    device = choice if choice != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"--device {choice}: no CUDA device here")
+    return device
+
+
+def forward_precision(choice: str, device: str) -> str:
+    """``--mixed_precision`` of the encoder's forward passes on ``device``
+    (:func:`hire.hardware.resolve_mixed_precision`); fp16 is a ConfigError on CPU."""
+    from hire.hardware import resolve_mixed_precision
+
+    precision = resolve_mixed_precision(choice)
+    if device == "cpu" and precision == "fp16":
+        raise ConfigError("--mixed_precision fp16: not on CPU (use bf16 or no)")
+    return precision
+
+
+def feature_cache(choice: str | None) -> str:
+    """``--cache_dir`` (default: :func:`hire.probing.features.default_cache_dir`), checked as a folder the
+    command may write in."""
+    from hire.probing.features import default_cache_dir
+
+    cache_dir = str(Path(choice or default_cache_dir()).expanduser())
+    check_results_dir(cache_dir, "--cache_dir")
+    return cache_dir
 
 
 def options_from_args(args: ProbeCommand) -> ProbeOptions:
     """Check the command line and build :class:`~hire.probing.grid.ProbeOptions`."""
-    import torch
-
-    from hire.hardware import resolve_mixed_precision
     from hire.probing.classifiers import ProbeSettings
-    from hire.probing.features import default_cache_dir
     from hire.probing.grid import ProbeOptions
     from hire.probing.tasks import CustomFiles
 
-    (encoders, labels), tasks = encoders_and_labels(args), _names(args.task)
+    (encoders, labels), tasks = encoders_and_labels(args.encoder, args.labels), split_words(args.task)
     if not tasks:
         raise ValueError("--task: give at least one task (e.g. MR, SST-5, CoLA, MRPC, ud-probes, or custom)")
-    device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError(f"--device {args.device}: no CUDA device here")
-    precision = resolve_mixed_precision(args.mixed_precision)
-    if device == "cpu" and precision == "fp16":
-        raise ValueError("--mixed_precision fp16: not on CPU (use bf16 or no)")
+    device = resolve_device(args.device)
+    precision = forward_precision(args.mixed_precision, device)
     check_results_dir(args.output_dir)
-    cache_dir = str(Path(args.cache_dir or default_cache_dir()).expanduser())
-    check_results_dir(cache_dir, "--cache_dir")
+    cache_dir = feature_cache(args.cache_dir)
     check_encoders(encoders)
     tasks, treebank = _ud_tasks(args, tasks)
     columns = [c.strip() for c in args.text_columns.split(",") if c.strip()]
     custom = CustomFiles(args.train_file, args.dev_file, args.test_file, columns, args.label_column, args.regression)
-    probe = ProbeSettings(args.folds, _floats("--c_grid", args.c_grid), _floats("--alpha_grid", args.alpha_grid),
-                          args.seed, probe=args.probe)
+    probe = ProbeSettings(args.folds, positive_numbers("--c_grid", args.c_grid),
+                          positive_numbers("--alpha_grid", args.alpha_grid), args.seed, probe=args.probe)
     return ProbeOptions(encoders, tasks, args.output_dir, labels, cache_dir, args.data_dir,
                         args.senteval_dir, custom, args.max_length, args.batch_size, precision, args.cache_dtype,
                         device, args.max_train_examples, args.max_eval_examples, probe, args.fit_threads,
@@ -167,6 +189,11 @@ AtLeast2 = ranged(int, (">=", 2), name="AtLeast2")  # cross-validation folds
 
 @dataclass(kw_only=True)
 class ProbeCommand(EncoderOptions):
+    """Encode a task once with a frozen encoder (features cached), then fit a logistic-regression probe (ridge for
+    regression) on every hidden state x pooling (cls, sep, mean, max) and on concatenations of layers, under
+    SentEval's protocol: 10-fold cross-validation where a task has no split, else train -> dev (and test where
+    labelled). Writes tables, a plot and results.json."""
+
     task: list[str] = option("a task, or several comma-separated: a GLUE task (CoLA, SST-2, MRPC, STS-B, RTE, ...), a "
                              "--senteval_dir folder (MR, CR, MPQA, SST-5), custom, or SentEval's probing tasks from "
                              "a --treebank: ud-probes (all), ud-sentlen, ud-wc, ud-bshift, ud-treedepth, ud-topconst, "
@@ -216,6 +243,11 @@ class ProbeCommand(EncoderOptions):
 
 @dataclass(kw_only=True)
 class UDTasksCommand:
+    """Build SentEval's probing tasks (Conneau et al. 2018: SentLen, WC, BShift, TreeDepth, TopConst, Tense,
+    SubjNum, ObjNum, CoordInv) from a Universal Dependencies treebank's own train/dev/test split, as `hire probe
+    --task ud-probes` does, and print each task's rule, examples per split and class, and one example per class;
+    tasks the treebank cannot support are named with the reason."""
+
     treebank: str | None = option("UD treebank folder (<name>-ud-{train,dev,test}.conllu; default: $HIRE_UD_DIR or "
                                   "../shared/data/ud/en_ewt)", None)
     task: list[str] = option("ud-probes (all) or UD tasks by name, comma-separated", ["ud-probes"])
@@ -230,7 +262,7 @@ def _cmd_ud_tasks(args: UDTasksCommand) -> int:
 
     if args.output_dir is not None:
         check_results_dir(args.output_dir)
-    suite = build_ud_tasks(args.treebank, _names(args.task) or ["ud-probes"], args.seed)
+    suite = build_ud_tasks(args.treebank, split_words(args.task) or ["ud-probes"], args.seed)
     text = describe(suite)
     print(text, end="")
     if args.output_dir is not None:
@@ -240,30 +272,17 @@ def _cmd_ud_tasks(args: UDTasksCommand) -> int:
     return 0
 
 
-@dataclass(kw_only=True)
-class ProbeReportCommand:
-    output_dir: str = option("a `hire probe` output folder", positional=True)
-
-
 def add_commands() -> list[Command]:
     """``hire probe`` and ``hire probe-report``."""
     return [
         typed_command("probe", ProbeCommand, _cmd_probe,
                       "probe every hidden state and pooling of frozen encoders with linear classifiers",
-                      "Encode a task once with a frozen encoder (features cached), then fit a logistic-regression "
-                      "probe (ridge for regression) on every hidden state x pooling (cls, sep, mean, max) and on "
-                      "concatenations of layers, under SentEval's protocol: 10-fold cross-validation where a task "
-                      "has no split, else train -> dev (and test where labelled). Writes tables, a plot and "
-                      "results.json.", config=True),
+                      ProbeCommand.__doc__, config=True),
         typed_command("ud-tasks", UDTasksCommand, _cmd_ud_tasks,
                       "show (and write) the SentEval-style probing tasks built from a UD treebank",
-                      "Build SentEval's probing tasks (Conneau et al. 2018: SentLen, WC, BShift, TreeDepth, TopConst, "
-                      "Tense, SubjNum, ObjNum, CoordInv) from a Universal Dependencies treebank's own train/dev/test "
-                      "split, as `hire probe --task ud-probes` does, and print each task's rule, examples per split "
-                      "and class, and one example per class; tasks the treebank cannot support are named with the "
-                      "reason."),
-        typed_command("probe-report", ProbeReportCommand, lambda args: _redraw(args.output_dir, "output_dir"),
-                      "redraw a probe's tables and figures from its results.json",
-                      "Regenerate report.md, the CSV tables and the plots of `hire probe` from "
-                      "OUTPUT_DIR/results.json, byte for byte."),
+                      UDTasksCommand.__doc__),
+        folder_command("probe-report", "probe", lambda output_dir: _redraw(output_dir, "output_dir"),
+                       "redraw a probe's tables and figures from its results.json",
+                       "Regenerate report.md, the CSV tables and the plots of `hire probe` from "
+                       "OUTPUT_DIR/results.json, byte for byte."),
     ]

@@ -13,6 +13,7 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,7 +122,8 @@ def _with_default_probe(config: dict[str, Any]) -> dict[str, Any]:
     return {"treebank": None, **config, "probe": {**defaults, **probe}}
 
 
-def _save(results: dict[str, Any], out: Path) -> None:
+def save_results(results: dict[str, Any], out: Path) -> None:
+    """``out``/results.json, written atomically (an interrupted write leaves the earlier file)."""
     text = json.dumps(results, indent=2) + "\n"
     _atomic_write(out / RESULTS, lambda f: f.write(text.encode()))
 
@@ -167,14 +169,21 @@ def probe_encoder(task: ProbeTask, source: EncoderSource, print_name: str, fp: s
             "seconds": {"encode": round(encode_seconds, 3), "fit": round(fit_seconds, 3)}}
 
 
+def load_encoders(specs: list[str], labels: list[str]) -> tuple[list[EncoderSource], list[str], list[dict[str, Any]]]:
+    """Each encoder resolved (:func:`~hire.probing.sources.resolve_source`), the fingerprint of its weights, and
+    its record in ``results.json`` (label, what it is, fingerprint: what a resumed run compares)."""
+    sources = [resolve_source(spec) for spec in specs]
+    fingerprints = [fingerprint(s)["sha256"] for s in sources]
+    encoders = [{"label": label, **s.describe(), "fingerprint": fp}
+                for label, s, fp in zip(labels, sources, fingerprints, strict=True)]
+    return sources, fingerprints, encoders
+
+
 def run_probe(options: ProbeOptions) -> dict[str, Any]:
     """Probe every encoder on every task; returns (and writes) the results record."""
     out = Path(options.output_dir)
     labels = _labels(options)
-    sources = [resolve_source(spec) for spec in options.encoders]
-    fingerprints = [fingerprint(s)["sha256"] for s in sources]
-    encoders = [{"label": label, **s.describe(), "fingerprint": fp}
-                for label, s, fp in zip(labels, sources, fingerprints, strict=True)]
+    sources, fingerprints, encoders = load_encoders(options.encoders, labels)
     results = _start(options, encoders)
     tasks = {}
     for name in options.tasks:  # read every task first: a bad file stops the run before any work
@@ -189,51 +198,67 @@ def run_probe(options: ProbeOptions) -> dict[str, Any]:
             if label in record["results"]:
                 continue  # finished by an earlier, interrupted run of the same command
             record["results"][label] = probe_encoder(task, source, label, fp, options)
-            _save(results, out)
+            save_results(results, out)
     for source in sources:
         source.release()
     seconds = [r["seconds"] for t in results["tasks"].values() for r in t["results"].values()]
     results["seconds"] = {k: round(float(np.sum([s[k] for s in seconds])), 3) for k in ("encode", "fit")}
-    _save(results, out)
+    save_results(results, out)
     return results
 
 
-def load_results(output_dir: str | Path) -> dict[str, Any]:
-    """The results in ``output_dir`` (:func:`read_results`), to draw the report from."""
-    path = Path(output_dir) / RESULTS
-    if not path.is_file():
-        what = "a folder" if path.is_dir() else "no"
-        raise FileNotFoundError(f"{output_dir}: {what} {RESULTS} (run `hire probe --output_dir {output_dir}` first)")
-    return read_results(path, "run the `hire probe` command that made it again with --overwrite to write it "
-                        "afresh (cached features are reused)")
+@dataclass(frozen=True)
+class ResultsFormat:
+    """What a lab command's ``results.json`` holds, so that one reader checks the file of every command that
+    writes one: the ``command`` (``probe``), its ``format`` tag, the ``parts`` it must have (key -> JSON type),
+    and ``complete``, whether those parts hold what the report is drawn from (``lacking`` names them)."""
 
+    command: str
+    format: str
+    parts: dict[str, type]
+    complete: Callable[[dict[str, Any]], bool]
+    lacking: str
 
-def read_results(path: Path, repair: str) -> dict[str, Any]:
-    """``results.json`` as :func:`run_probe` writes it; ValueError naming the file, what is wrong and ``repair``
-    (what writes it afresh) for a file that is not one: not JSON or cut short, a list, another format, or
-    missing a part the report is drawn from."""
-    from hire.reporting import read_json
+    def load(self, output_dir: str | Path) -> dict[str, Any]:
+        """The results in ``output_dir`` (:meth:`read`), to draw the report from."""
+        path, run = Path(output_dir) / RESULTS, f"hire {self.command}"
+        if not path.is_file():
+            what = "a folder" if path.is_dir() else "no"
+            raise FileNotFoundError(f"{output_dir}: {what} {RESULTS} (run `{run} --output_dir {output_dir}` first)")
+        return self.read(path, f"run the `{run}` command that made it again with --overwrite to write it afresh "
+                         "(cached features are reused)")
 
-    results, problem = read_json(path)
-    if problem is None:
-        problem = _results_problem(results)
+    def read(self, path: Path, repair: str) -> dict[str, Any]:
+        """``path`` as the command writes it; ValueError naming the file, what is wrong and ``repair`` (what
+        writes it afresh) for a file that is not one: not JSON or cut short, not an object, another format, or
+        missing a part the report is drawn from."""
+        from hire.reporting import read_json
+
+        results, problem = read_json(path)
         if problem is None:
-            return results
-    raise ValueError(f"{path}: {problem}; {repair}")
+            problem = self._problem(results)
+            if problem is None:
+                return results
+        raise ValueError(f"{path}: {problem}; {repair}")
+
+    def _problem(self, results: Any) -> str | None:
+        """What makes ``results`` no results record of the command (None: nothing)."""
+        run = f"`hire {self.command}`"
+        if not isinstance(results, dict):
+            return f"a JSON {type(results).__name__}, not {run} results (an object)"
+        if results.get("format") != self.format:
+            return f"not a {run} results file (format {results.get('format')!r}, not {self.format!r})"
+        for key, tp in self.parts.items():
+            if not isinstance(results.get(key), tp):
+                return f"incomplete: its {key} is {'missing' if key not in results else repr(results[key])[:60]}"
+        return None if self.complete(results) else f"incomplete: its {self.lacking} lack what {run} writes"
 
 
-def _results_problem(results: Any) -> str | None:
-    """What makes ``results`` no `hire probe` results record (None: nothing)."""
-    if not isinstance(results, dict):
-        return f"a JSON {type(results).__name__}, not `hire probe` results (an object)"
-    if results.get("format") != FORMAT:
-        return f"not a `hire probe` results file (format {results.get('format')!r}, not {FORMAT!r})"
-    parts = {"config": dict, "encoders": list, "tasks": dict, "machine": dict}
-    for key, tp in parts.items():
-        if not isinstance(results.get(key), tp):
-            return f"incomplete: its {key} is {'missing' if key not in results else repr(results[key])[:60]}"
-    if not isinstance(results["config"].get("probe"), dict) or not all(
-            isinstance(e, dict) and "label" in e for e in results["encoders"]) or not all(
-            isinstance(t, dict) and isinstance(t.get("results"), dict) for t in results["tasks"].values()):
-        return "incomplete: its config, encoders or tasks lack what `hire probe` writes"
-    return None
+PROBE_RESULTS = ResultsFormat(
+    "probe", FORMAT, {"config": dict, "encoders": list, "tasks": dict, "machine": dict},
+    lambda results: isinstance(results["config"].get("probe"), dict)
+    and all(isinstance(e, dict) and "label" in e for e in results["encoders"])
+    and all(isinstance(t, dict) and isinstance(t.get("results"), dict) for t in results["tasks"].values()),
+    "config, encoders or tasks")
+load_results = PROBE_RESULTS.load
+read_results = PROBE_RESULTS.read

@@ -8,12 +8,12 @@ its earlier results, the encoders and every data file are checked before any enc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from hire.config import AtLeast1, ConfigError, Seed
-from hire.options import Command, option, typed_command
+from hire.config import AtLeast1, Seed
+from hire.options import Command, folder_command, option, split_words, typed_command
+from hire.probing.cli import positive_numbers
 
 EPILOG = """\
 tasks: ud-upos, ud-deprel (from --treebank), conll-pos, conll-chunk, conll-ner (from --conll2003), or all.
@@ -29,23 +29,20 @@ examples:
 """
 
 
-def _names(words: Sequence[str]) -> list[str]:
-    return [w.strip() for word in words for w in word.split(",") if w.strip()]
-
-
 def parse_grid(text: str) -> tuple[float, ...]:
     """``--c_grid``: positive numbers separated by commas; ConfigError otherwise."""
-    try:
-        values = tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise ConfigError(f"--c_grid: expected numbers separated by commas, not {text!r}") from None
-    if not values or any(not v > 0 for v in values):
-        raise ConfigError(f"--c_grid: expected positive numbers separated by commas, not {text!r}")
-    return values
+    return positive_numbers("--c_grid", text)
 
 
 @dataclass(kw_only=True)
 class TokenProbeCommand:
+    """Encode each word once with a frozen encoder (its first, last or mean sub-token, every hidden state, cached),
+    then fit a multinomial logistic regression per hidden state (C chosen on dev by token accuracy) for UPOS and
+    dependency relations of a UD treebank and CoNLL-2003's POS, chunk and NER tags; score dev and test. Beside every
+    table: the majority class, a control task (Hewitt & Liang 2019: each word type mapped to a random tag;
+    selectivity = task - control accuracy) and random-weight twins of the encoders (random:<encoder>). Writes
+    results.json, report.md (best and expected layer per task) and one figure with every task."""
+
     encoders: list[str] = option("encoders, comma-separated: hub name, local folder, all-MiniLM-L6-v2, a run or saved "
                                  "model folder, or random:<encoder> (its architecture with random weights, fixed "
                                  "seed, and its real tokenizer; default: all-MiniLM-L6-v2)", [])
@@ -75,22 +72,14 @@ class TokenProbeCommand:
                         "set of weights, in every command)", 0)
 
 
-@dataclass(kw_only=True)
-class TokenProbeReportCommand:
-    output_dir: str = option("a `hire probe-tokens` output folder", positional=True)
-
-
 def _cmd_probe_tokens(args: TokenProbeCommand) -> int:
+    from hire.probing.cli import resolve_device
     from hire.probing.tokens import FitSettings, TokenProbeRun, parse_tasks, run_token_probes, summary_rows
 
     tasks = parse_tasks(args.tasks)
     grid = parse_grid(args.c_grid)
-    import torch
-
-    device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"--device {args.device}: no CUDA device here")
-    run = TokenProbeRun(encoders=_names(args.encoders) or ["all-MiniLM-L6-v2"], tasks=tasks,
+    device = resolve_device(args.device)
+    run = TokenProbeRun(encoders=split_words(args.encoders) or ["all-MiniLM-L6-v2"], tasks=tasks,
                         output_dir=args.output_dir, treebank=args.treebank, conll2003=args.conll2003,
                         subword=args.subword, deprel=args.deprel, max_train_sentences=args.max_train_sentences,
                         max_eval_sentences=args.max_eval_sentences, max_length=args.max_length,
@@ -105,32 +94,25 @@ def _cmd_probe_tokens(args: TokenProbeCommand) -> int:
     return 0
 
 
-def _cmd_report(args: TokenProbeReportCommand) -> int:
+def _cmd_report(output_dir: str) -> int:
     from hire.probing.tokens import redraw
 
-    redraw(args.output_dir)
-    print(f"redrawn: {args.output_dir}/report.md, figures/layers.png")
+    redraw(output_dir)
+    print(f"redrawn: {output_dir}/report.md, figures/layers.png")
     return 0
 
 
 def add_commands() -> list[Command]:
     """``hire probe-tokens`` and ``hire probe-tokens-report``."""
     return [
-        typed_command(
-            "probe-tokens", TokenProbeCommand, _cmd_probe_tokens,
-            "probe every hidden state for each word's tag (UPOS, dependency relation, POS, chunk, NER), with controls",
-            "Encode each word once with a frozen encoder (its first, last or mean sub-token, every hidden state, "
-            "cached), then fit a multinomial logistic regression per hidden state (C chosen on dev by token "
-            "accuracy) for UPOS and dependency relations of a UD treebank and CoNLL-2003's POS, chunk and NER tags; "
-            "score dev and test. Beside every table: the majority class, a control task (Hewitt & Liang 2019: each "
-            "word type mapped to a random tag; selectivity = task - control accuracy) and random-weight twins of "
-            "the encoders (random:<encoder>). Writes results.json, report.md (best and expected layer per task) and "
-            "one figure with every task.", EPILOG, config=True),
-        typed_command("probe-tokens-report", TokenProbeReportCommand, _cmd_report,
-                      "redraw a token probe's report and figure from its results.json",
-                      "Regenerate report.md and figures/layers.png of `hire probe-tokens` from "
-                      "OUTPUT_DIR/results.json alone, byte for byte."),
+        typed_command("probe-tokens", TokenProbeCommand, _cmd_probe_tokens, "probe every hidden state for each word's "
+                      "tag (UPOS, dependency relation, POS, chunk, NER), with controls", TokenProbeCommand.__doc__,
+                      EPILOG, config=True),
+        folder_command("probe-tokens-report", "probe-tokens", _cmd_report,
+                       "redraw a token probe's report and figure from its results.json",
+                       "Regenerate report.md and figures/layers.png of `hire probe-tokens` from "
+                       "OUTPUT_DIR/results.json alone, byte for byte."),
     ]
 
 
-__all__ = ["TokenProbeCommand", "TokenProbeReportCommand", "add_commands", "parse_grid"]
+__all__ = ["TokenProbeCommand", "add_commands", "parse_grid"]

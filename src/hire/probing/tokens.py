@@ -54,6 +54,8 @@ import numpy as np
 
 from hire.config import ConfigError
 from hire.data.examples import DataError, TokenExample
+from hire.options import choose_names
+from hire.probing.cli import check_encoders, check_results_dir
 
 RESULTS_VERSION = 1
 SPLITS = ("train", "dev", "test")
@@ -86,13 +88,7 @@ TASKS: dict[str, TokenTask] = {t.name: t for t in (
 
 def parse_tasks(words: Sequence[str]) -> list[str]:
     """``--tasks``: names or ``all``, comma-separated or repeated; ConfigError naming an unknown one."""
-    names = [w.strip() for word in words for w in word.split(",") if w.strip()] or ["all"]
-    out: list[str] = []
-    for name in names:
-        if name != "all" and name not in TASKS:
-            raise ConfigError(f"--tasks: unknown task {name!r}; choose from all, {', '.join(TASKS)}")
-        out.extend(t for t in (TASKS if name == "all" else [name]) if t not in out)
-    return out
+    return choose_names(words, "--tasks", TASKS, "task", all_word=True)
 
 
 # --- data -------------------------------------------------------------------------------------------------------
@@ -315,14 +311,11 @@ def probe_layers(features: dict[str, np.ndarray], targets: dict[str, dict[str, n
 def check_encoder_specs(specs: Sequence[str]) -> None:
     """Every ``--encoders`` entry named once and loadable (a ``random:`` twin's base too:
     :func:`hire.probing.sources.check_source`), before any work."""
-    from hire.probing.sources import check_source
-
     if not specs:
         raise ConfigError("--encoders: give at least one encoder")
     if len(set(specs)) < len(specs):
         raise ConfigError("--encoders: the same encoder twice")
-    for spec in specs:
-        check_source(spec, "--encoders")
+    check_encoders(list(specs), "--encoders")
 
 
 # --- the run ----------------------------------------------------------------------------------------------------
@@ -392,15 +385,6 @@ def read_results(output_dir: str | Path) -> dict[str, Any] | None:
     return results
 
 
-def _check_folder(folder: str, option: str) -> None:
-    """A folder the command may write in, and none of a training run's own files."""
-    from hire.checks import check_output_folder
-    from hire.runs import check_not_run_file
-
-    check_output_folder(folder, option)
-    check_not_run_file(folder, option)
-
-
 def prepare(run: TokenProbeRun) -> tuple[dict[str, Any], dict[str, dict[str, WordSplit]]]:
     """Check everything before any encoding or writing: the options, the folder's earlier results (the same
     options, else ``--overwrite``), the encoders and the data. Returns the results to extend and the data."""
@@ -410,9 +394,9 @@ def prepare(run: TokenProbeRun) -> tuple[dict[str, Any], dict[str, dict[str, Wor
         raise ConfigError(f"--subword {run.subword}: expected first, last or mean")
     if not run.fit.c_grid or any(c <= 0 for c in run.fit.c_grid):
         raise ConfigError("--c_grid: expected positive numbers separated by commas")
-    _check_folder(run.output_dir, "--output_dir")
+    check_results_dir(run.output_dir)
     if run.cache_dir is not None:
-        _check_folder(run.cache_dir, "--cache_dir")
+        check_results_dir(run.cache_dir, "--cache_dir")
     config = run.config()
     earlier = None if run.overwrite else read_results(run.output_dir)
     if earlier is not None and earlier.get("config") != config:

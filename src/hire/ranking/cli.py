@@ -9,11 +9,11 @@ Heavy imports (torch, matplotlib) wait until a command runs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from hire.config import AtLeast1, ConfigError, NonNegative, Positive, Seed
-from hire.options import Command, option, typed_command
+from hire.options import Command, choose_names, folder_command, option, typed_command
+from hire.probing import cli as probe_cli
 
 if TYPE_CHECKING:
     from hire.ranking.frozen import RankProbeOptions
@@ -38,31 +38,15 @@ examples:
 """
 
 
-def _names(values: list[str], option: str, choices: tuple[str, ...]) -> list[str]:
-    """Comma-separated or repeated names, each one of ``choices`` (all of them when none is given)."""
-    names = list(dict.fromkeys(v.strip() for value in values for v in value.split(",") if v.strip()))
-    for name in names:
-        if name not in choices:
-            raise ConfigError(f"{option}: unknown name {name!r}; choose from {', '.join(choices)}")
-    return names or list(choices)
-
-
-def _encoders_and_labels(encoder_words: list[str], label_words: list[str]) -> tuple[list[str], list[str]]:
-    """``--encoders`` and ``--labels``: at least one encoder, a distinct name for each."""
-    encoders = [w.strip() for word in encoder_words for w in word.split(",") if w.strip()]
-    labels = [w.strip() for word in label_words for w in word.split(",") if w.strip()]
-    if not encoders:
-        raise ConfigError("--encoders: give at least one encoder (hub name, folder, run folder or saved model)")
-    if labels and len(labels) != len(encoders):
-        raise ConfigError(f"--labels: {len(labels)} names for {len(encoders)} encoders")
-    if len(set(labels or encoders)) < len(encoders):
-        raise ConfigError("--labels: give each encoder a distinct name" if labels else
-                          "--encoders: the same encoder twice")
-    return encoders, labels
-
-
 @dataclass(kw_only=True)
 class RankProbeCommand:
+    """Encode each question and candidate passage apart, once, with a frozen encoder (pooled states cached), then
+    score every hidden state and concatenation of layers under CLS, SEP, mean and max pooling with cosine similarity
+    and with learned scorers (bilinear; [u; v; u*v; |u-v|] into a logistic layer or an MLP) trained with the
+    pairwise rank hinge loss or pointwise cross-entropy, all feature sets at once, early stopping on dev MAP. BM25
+    is the baseline row. Writes results.json, report.md, tables, MAP-by-layer figures, and TREC run files and qrels
+    of each block's best cell."""
+
     encoders: list[str] = option("an encoder, or several comma-separated: hub name, local folder, all-MiniLM-L6-v2, "
                                  "a run folder (its best/), a saved model folder (its fine-tuned encoder), or "
                                  "random:<encoder> (its architecture with random weights, fixed seed, and its real "
@@ -138,34 +122,21 @@ def _files(args: RankProbeCommand) -> dict[str, str]:
 
 def options_from_args(args: RankProbeCommand) -> RankProbeOptions:
     """Check the command line (names, files, folders, encoders) and build the grid's options."""
-    from hire.probing.cli import check_results_dir
-    from hire.probing.sources import check_source
-
-    scorers = _names(args.scorers, "--scorers", SCORERS)
-    losses = _names(args.losses, "--losses", LOSSES)
+    scorers = choose_names(args.scorers, "--scorers", SCORERS)
+    losses = choose_names(args.losses, "--losses", LOSSES)
     if args.data_dir is not None and args.task != "wikiqa":
         raise ConfigError("--data_dir: only with --task wikiqa (give --train_file ... with --task custom)")
     files = _files(args)
-    encoders, labels = _encoders_and_labels(args.encoders, args.labels)
-    check_results_dir(args.output_dir)
-    import torch
-
-    from hire.hardware import resolve_mixed_precision
-    from hire.probing.features import default_cache_dir
+    encoders, labels = probe_cli.encoders_and_labels(args.encoders, args.labels, "--encoders")
+    probe_cli.check_results_dir(args.output_dir)
     from hire.ranking.frozen import FitSettings, RankProbeOptions
 
-    cache_dir = str(Path(args.cache_dir or default_cache_dir()).expanduser())
-    check_results_dir(cache_dir, "--cache_dir")
-    device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"--device {args.device}: no CUDA device here")
-    if device != "cpu" and not device.startswith("cuda"):
+    cache_dir = probe_cli.feature_cache(args.cache_dir)
+    if args.device not in ("auto", "cpu") and not args.device.startswith("cuda"):
         raise ConfigError(f"--device {args.device}: expected cpu, cuda, cuda:N or auto")
-    precision = resolve_mixed_precision(args.mixed_precision)
-    if device == "cpu" and precision == "fp16":
-        raise ConfigError("--mixed_precision fp16: not on CPU (use bf16 or no)")
-    for spec in encoders:
-        check_source(spec, "--encoders")
+    device = probe_cli.resolve_device(args.device)
+    precision = probe_cli.forward_precision(args.mixed_precision, device)
+    probe_cli.check_encoders(encoders, "--encoders")
     fit = FitSettings(args.epochs, args.patience, args.lr, args.weight_decay, args.batch_questions, args.margin,
                       args.mlp_hidden, args.seed, device)
     return RankProbeOptions(encoders, args.output_dir, labels, args.task, args.data_dir, files, args.format,
@@ -189,18 +160,12 @@ def _cmd_rank_probe(args: RankProbeCommand) -> int:
     return 0
 
 
-@dataclass(kw_only=True)
-class RankProbeReportCommand:
-    output_dir: str = option("a `hire rank-probe` output folder", positional=True)
-
-
-def _cmd_report(args: RankProbeReportCommand) -> int:
-    from hire.probing.cli import check_results_dir
+def _cmd_report(output_dir: str) -> int:
     from hire.ranking.tables import load_results, write_report
 
-    check_results_dir(args.output_dir, "output_dir")
-    write_report(load_results(args.output_dir), args.output_dir)
-    print(f"report in {args.output_dir}/report.md")
+    probe_cli.check_results_dir(output_dir, "output_dir")
+    write_report(load_results(output_dir), output_dir)
+    print(f"report in {output_dir}/report.md")
     return 0
 
 
@@ -209,17 +174,11 @@ def add_commands() -> list[Command]:
     return [
         typed_command("rank-probe", RankProbeCommand, _cmd_rank_probe,
                       "rank answer passages with every layer and pooling of frozen encoders, against BM25",
-                      "Encode each question and candidate passage apart, once, with a frozen encoder (pooled states "
-                      "cached), then score every hidden state and concatenation of layers under CLS, SEP, mean and "
-                      "max pooling with cosine similarity and with learned scorers (bilinear; [u; v; u*v; |u-v|] "
-                      "into a logistic layer or an MLP) trained with the pairwise rank hinge loss or pointwise "
-                      "cross-entropy, all feature sets at once, early stopping on dev MAP. BM25 is the baseline "
-                      "row. Writes results.json, report.md, tables, MAP-by-layer figures, and TREC run files and "
-                      "qrels of each block's best cell.", EPILOG, config=True),
-        typed_command("rank-probe-report", RankProbeReportCommand, _cmd_report,
-                      "redraw a rank probe's tables and figures from its results.json",
-                      "Regenerate report.md, tables/ and figures/ of `hire rank-probe` from "
-                      "OUTPUT_DIR/results.json alone."),
+                      RankProbeCommand.__doc__, EPILOG, config=True),
+        folder_command("rank-probe-report", "rank-probe", _cmd_report,
+                       "redraw a rank probe's tables and figures from its results.json",
+                       "Regenerate report.md, tables/ and figures/ of `hire rank-probe` from "
+                       "OUTPUT_DIR/results.json alone."),
     ]
 
 

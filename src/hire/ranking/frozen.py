@@ -26,7 +26,6 @@ what it learns in the batch (the tests check it); the batch only replaces ``F`` 
 from __future__ import annotations
 
 import copy
-import json
 import time
 import zlib
 from collections.abc import Callable, Sequence
@@ -39,17 +38,18 @@ import torch
 from torch import Tensor, nn
 
 from hire.data.examples import DataError, Example
-from hire.data.ranking import RankingExample, read_ranking_file, read_wikiqa
+from hire.data.ranking import RankingExample, check_grades, read_ranking_file, read_wikiqa
 from hire.data.trec import write_qrels, write_run
 from hire.hardware import machine as run_machine
 from hire.metrics import ranking_metrics
 from hire.probing.classifiers import FeatureSet, feature_sets
-from hire.probing.features import FeatureSettings, SplitFeatures, _atomic_write, split_features
+from hire.probing.features import FeatureSettings, SplitFeatures, split_features
+from hire.probing.grid import RESULTS, load_encoders, save_results
 from hire.probing.pooling import POOLINGS
-from hire.probing.sources import EncoderSource, fingerprint, resolve_source
+from hire.probing.sources import EncoderSource
 from hire.probing.tables import slug
 from hire.ranking.bm25 import BM25Settings, bm25_scores
-from hire.ranking.tables import FORMAT, GROWS, RESULTS, read_results
+from hire.ranking.tables import FORMAT, GROWS, read_results
 
 SCORERS = ("cosine", "bilinear", "logistic", "mlp")
 LEARNED = SCORERS[1:]
@@ -391,17 +391,6 @@ class RankingData:
     dropped: dict[str, dict[str, int]]
 
 
-def _check_labels(examples: Sequence[RankingExample], path: str) -> None:
-    """Every candidate labelled with a whole-number grade (what qrels and the IR metrics read)."""
-    for e in examples:
-        if e.label is None:
-            raise DataError(f"{path}: the candidates have no labels (no label column); rank-probe learns from and "
-                            "scores labelled train, dev and test files")
-        if e.label != int(e.label):
-            raise DataError(f"{path}, line {e.line}: the label {e.label} is not a whole number (relevance grades are "
-                            "integers in TREC qrels)")
-
-
 def load_data(options: RankProbeOptions) -> RankingData:
     """Every split, read and checked (before anything is encoded or written); ``--max_train_questions`` applied."""
     splits, files, dropped = {}, {}, {}
@@ -416,7 +405,9 @@ def load_data(options: RankProbeOptions) -> RankingData:
         if not read.examples:
             raise DataError(f"{read.path}: no question left to rank (--keep {options.keep} dropped "
                             f"{sum(read.dropped.values())}: {read.dropped})")
-        _check_labels(read.examples, str(read.path))
+        check_grades(read.examples, read.path, "the candidates have no labels (no label column); rank-probe learns "
+                     "from and scores labelled train, dev and test files",
+                     " (relevance grades are integers in TREC qrels)")
         if split != "train" and not any(e.label for e in read.examples):
             raise DataError(f"{read.path}: no candidate is relevant (label >= 1), so MAP and MRR are undefined")
         splits[split], files[split], dropped[split] = read.examples, str(read.path), read.dropped
@@ -533,11 +524,6 @@ def _start(options: RankProbeOptions, encoders: list[dict[str, Any]]) -> dict[st
     return {**old, "config": config, "encoders": merged, "machine": fresh["machine"]}
 
 
-def _save(results: dict[str, Any], out: Path) -> None:
-    text = json.dumps(results, indent=2) + "\n"
-    _atomic_write(out / RESULTS, lambda f: f.write(text.encode()))
-
-
 def run_file(label: str, scorer: str, loss: str, split: str) -> str:
     """A block's best cell's TREC run file, relative to the output folder."""
     return f"runs/{slug(label)}.{scorer}.{loss}.{split}.run"
@@ -572,15 +558,12 @@ def run_rank_probe(options: RankProbeOptions) -> dict[str, Any]:
     out = Path(options.output_dir)
     labels = options.labels or list(options.encoders)
     data = load_data(options)
-    sources = [resolve_source(spec) for spec in options.encoders]
-    fingerprints = [fingerprint(s)["sha256"] for s in sources]
-    encoders = [{"label": label, **s.describe(), "fingerprint": fp}
-                for label, s, fp in zip(labels, sources, fingerprints, strict=True)]
+    sources, fingerprints, encoders = load_encoders(options.encoders, labels)
     results = _start(options, encoders)
     results["data"] = _data_record(options, data)
     if not results.get("bm25"):
         results["bm25"] = _bm25(data, out)
-        _save(results, out)
+        save_results(results, out)
     candidates = {s: Candidates.of(ex) for s, ex in data.splits.items()}
     settings = FeatureSettings(options.max_length, options.batch_size, options.mixed_precision, options.cache_dtype,
                                options.fit.device)
@@ -606,14 +589,14 @@ def run_rank_probe(options: RankProbeOptions) -> dict[str, Any]:
             record["blocks"][block_key(scorer, loss)] = {
                 "scorer": scorer, "loss": loss, "rows": rows, "seconds": round(seconds, 3),
                 "best": {"row": best["row"], "pooling": best["pooling"], "runs": runs}}
-            _save(results, out)
+            save_results(results, out)
         source.release()
     results["best"] = overall_best(results)
     blocks = [b for r in results["results"].values() for b in r["blocks"].values()]
     results["seconds"] = {"encode": round(sum(r.get("encode", {}).get("seconds", 0.0)
                                               for r in results["results"].values()), 3),
                           "fit": round(sum(b["seconds"] for b in blocks), 3)}
-    _save(results, out)
+    save_results(results, out)
     return results
 
 

@@ -12,51 +12,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from hire.probing.grid import ResultsFormat
 from hire.probing.pooling import POOLINGS
 from hire.probing.tables import slug
-from hire.reporting import csv_table, markdown_table, read_json
+from hire.reporting import csv_table, markdown_table
 
 FORMAT = "hire-rank-probe/1"
-RESULTS = "results.json"
 GROWS = ("encoders", "labels", "scorers", "losses")
 MEASURES = ("map", "mrr", "p@1")
 
 
-def load_results(output_dir: str | Path) -> dict[str, Any]:
-    """The results in ``output_dir`` (:func:`read_results`), to draw the report from."""
-    path = Path(output_dir) / RESULTS
-    if not path.is_file():
-        what = "a folder" if path.is_dir() else "no"
-        raise FileNotFoundError(f"{output_dir}: {what} {RESULTS} (run `hire rank-probe --output_dir {output_dir}` "
-                                "first)")
-    return read_results(path, "run the `hire rank-probe` command that made it again with --overwrite to write it "
-                        "afresh (cached features are reused)")
-
-
-def read_results(path: Path, repair: str) -> dict[str, Any]:
-    """``results.json`` as ``hire rank-probe`` writes it; ValueError naming the file, what is wrong and ``repair``
-    (what writes it afresh) for a file that is not one: not JSON or cut short, another format, missing a part."""
-    results, problem = read_json(path)
-    if problem is None:
-        problem = _results_problem(results)
-        if problem is None:
-            return results
-    raise ValueError(f"{path}: {problem}; {repair}")
-
-
-def _results_problem(results: Any) -> str | None:
-    """What makes ``results`` no `hire rank-probe` results record (None: nothing)."""
-    if not isinstance(results, dict):
-        return f"a JSON {type(results).__name__}, not `hire rank-probe` results (an object)"
-    if results.get("format") != FORMAT:
-        return f"not a `hire rank-probe` results file (format {results.get('format')!r}, not {FORMAT!r})"
-    for key, tp in {"config": dict, "encoders": list, "data": dict, "results": dict, "machine": dict}.items():
-        if not isinstance(results.get(key), tp):
-            return f"incomplete: its {key} is {'missing' if key not in results else repr(results[key])[:60]}"
-    if not all(k in results["config"] for k in GROWS) or not all(
-            isinstance(r, dict) and isinstance(r.get("blocks"), dict) for r in results["results"].values()):
-        return "incomplete: its config or results lack what `hire rank-probe` writes"
-    return None
+RANK_RESULTS = ResultsFormat(
+    "rank-probe", FORMAT, {"config": dict, "encoders": list, "data": dict, "results": dict, "machine": dict},
+    lambda results: all(k in results["config"] for k in GROWS)
+    and all(isinstance(r, dict) and isinstance(r.get("blocks"), dict) for r in results["results"].values()),
+    "config or results")
+load_results = RANK_RESULTS.load
+read_results = RANK_RESULTS.read
 
 
 def headline(results: dict[str, Any]) -> str:

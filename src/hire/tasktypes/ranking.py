@@ -42,6 +42,7 @@ from hire.data.examples import DataError
 from hire.data.ranking import (
     RankingExample,
     RankingFile,
+    check_grades,
     group_questions,
     keep_questions,
     read_ranking_file,
@@ -214,13 +215,8 @@ def _evaluation_split(file: RankingFile | None, n: int | None, option: str, keep
     relevant candidate after ``keep``."""
     if file is None:
         return []
-    for ex in file.examples:
-        if ex.label is None:
-            raise DataError(f"{file.path}: {option} has no label column; a labelled file picks and scores the "
-                            "model")
-        if ex.label != int(ex.label):
-            raise DataError(f"{file.path}, line {ex.line}: the label {ex.label:g} is not a whole number; evaluation "
-                            "labels are relevance grades 0, 1, 2, ... (as in TREC qrels)")
+    check_grades(file.examples, file.path, f"{option} has no label column; a labelled file picks and scores the model",
+                 "; evaluation labels are relevance grades 0, 1, 2, ... (as in TREC qrels)")
     examples = _first_questions(file.examples, n)
     if not any(ex.label and ex.label >= 1 for ex in examples):
         dropped = ", ".join(f"{count} with {reason}" for reason, count in file.dropped.items() if count)
