@@ -94,6 +94,25 @@ def test_a_tagger_trains_and_scores_every_dev_word(world, tmp_path, head):
         assert len(rows[0]["layer_weights"]) == 3  # embeddings and 2 layers
 
 
+def test_document_context_end_to_end_scores_every_word_of_the_centre_sentences(world, tmp_path):
+    """--data.context document: neighbouring sentences of the document are read too, yet every dev word is scored
+    once, in its own sentence; the context changes what the model sees (the words' confidences move)."""
+    runs = {}
+    for context in ("sentence", "document"):
+        out = tmp_path / context
+        final = train(parse_options(options(world, out, "--model.head", "last-layer", "--data.context", context,
+                                            "--data.max_length", "48")))
+        rows = [json.loads(line) for line in (out / "predictions" / "dev.jsonl").read_text().splitlines()]
+        runs[context] = final, rows
+    dev = read_token_file(world["dev"]).examples
+    final, rows = runs["document"]
+    assert final["dev"]["dev"]["words"] == sum(len(ex.tokens) for ex in dev)
+    assert [r["tokens"] for r in rows] == [list(ex.tokens) for ex in dev]
+    assert [len(r["prediction"]) for r in rows] == [len(ex.tokens) for ex in dev]
+    confidences = [[r["confidence"] for r in runs[c][1]] for c in ("sentence", "document")]
+    assert confidences[0] != confidences[1]
+
+
 @pytest.mark.slow  # CI's slow run; fast: tests/test_resume.py kills and resumes sentence runs through the same loop
 def test_a_killed_tagger_run_resumes_to_the_same_result(world, tmp_path):
     """Killed (like kill -9) after step 5, the same command resumes from step 4's checkpoint and ends where an
