@@ -236,3 +236,17 @@ def test_a_saved_bi_encoder_is_no_init_from_and_is_not_exported(world, tmp_path,
     assert main(["export", "--model", str(out / "best"), "--output_dir", str(tmp_path / "copy")]) == 2
     assert "already a plain transformers encoder" in capsys.readouterr().err
     assert not (tmp_path / "copy").exists()
+
+
+def test_questions_worded_alike_are_not_each_others_negatives():
+    """Two questions with the same text share one question row; each one's relevant passage must not be a
+    negative of the other's (the one vector would be pushed towards and away from it)."""
+    similarity = torch.tensor([[2.0, 1.0, 0.5]])  # one question row, three passages
+    query_index = torch.tensor([0, 0, 0])
+    passage_index = torch.tensor([0, 1, 2])
+    labels = torch.tensor([1.0, 1.0, 0.0])
+    groups = torch.tensor([0, 1, 1])  # question 0 -> passage 0; question 1 (same words) -> passages 1 and 2
+    loss = in_batch_negatives_loss(similarity, query_index, passage_index, labels, groups)
+    first = -F.log_softmax(torch.tensor([2.0, 0.5]), 0)[0]  # passage 1 blocked for question 0
+    second = -F.log_softmax(torch.tensor([1.0, 0.5]), 0)[0]  # passage 0 blocked for question 1
+    assert loss.item() == pytest.approx(((first + second) / 2).item())

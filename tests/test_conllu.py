@@ -114,3 +114,14 @@ def test_find_treebank_by_ud_names(tmp_path: Path) -> None:
     (empty / "zz-ud-train.conllu").write_text(GOOD)
     with pytest.raises(DataError, match="no dev or test file"):
         find_treebank(empty)
+
+
+def test_a_superscript_digit_id_is_a_one_line_error(tmp_path):
+    """"²" is a digit to str.isdigit but not to int(): named as a bad ID, not a traceback."""
+    from hire.data.conllu import read_conllu
+    from hire.data.examples import DataError
+
+    path = tmp_path / "x.conllu"
+    path.write_text("# text = a\n²\ta\ta\tX\t_\t_\t0\troot\t_\t_\n\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"x.conllu.*line 2.*not an integer"):
+        read_conllu(path)

@@ -214,3 +214,10 @@ def test_wikiqa_counts_and_keys() -> None:
                 assert not any("\r" in e.passage or "\r" in e.question for e in result.examples)
                 assert {e.label for e in result.examples} == {0.0, 1.0}
         assert tuple(counts) == questions, split
+
+
+def test_a_label_too_large_for_a_float_is_a_one_line_error(tmp_path):
+    path = tmp_path / "big.jsonl"
+    path.write_text('{"qid": "q", "question": "a?", "pid": "p", "passage": "b", "label": ' + "9" * 400 + "}\n")
+    with pytest.raises(DataError, match=r"big\.jsonl.*line 1"):
+        read_ranking_file(path)

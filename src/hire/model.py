@@ -681,7 +681,8 @@ def in_batch_negatives_loss(similarity: Tensor, query_index: Tensor, passage_ind
     ``similarity`` (Q, P) holds every (distinct) question of the batch against every (distinct) passage; each of
     the B candidates names its question row (``query_index``), its passage column (``passage_index``), its grade
     (``labels``) and its question (``groups``: the same integer for one question's candidates). The other
-    relevant passages of the candidate's own question are left out of its softmax (they are not negatives); every
+    relevant passages of the candidate's own question (and of any question worded the same) are left out of its
+    softmax (they are not negatives); every
     other passage of the batch, the question's own irrelevant candidates included, is one. A question without a
     relevant candidate has no row (it is skipped), though its passages serve the others as negatives. A batch
     without a relevant candidate gives 0, still connected to ``similarity`` (its gradient is 0)."""
@@ -691,7 +692,10 @@ def in_batch_negatives_loss(similarity: Tensor, query_index: Tensor, passage_ind
     rows = torch.nonzero(positive).flatten()  # (R,): the candidates that are targets
     target = passage_index[rows]
     # (R, B): candidate b is another relevant candidate of row r's question; scattered to its passage column.
-    others = (groups[rows].unsqueeze(1) == groups.unsqueeze(0)) & positive.unsqueeze(0)
+    # Two questions worded alike share one question row: each one's relevant passages are not the other's negatives.
+    same = (groups[rows].unsqueeze(1) == groups.unsqueeze(0)) | \
+        (query_index[rows].unsqueeze(1) == query_index.unsqueeze(0))
+    others = same & positive.unsqueeze(0)
     blocked = torch.zeros(len(rows), similarity.shape[1], device=similarity.device).scatter_reduce(
         1, passage_index.unsqueeze(0).expand(len(rows), -1), others.float(), "amax").bool()
     blocked[torch.arange(len(rows), device=similarity.device), target] = False

@@ -228,12 +228,12 @@ def _add_line(sent: Sentence, lines: list[int], cols: list[str], path: Path, num
     if (empty := _EMPTY.fullmatch(ident)) is not None:
         sent.empty.append(EmptyNode(int(empty.group(1)), int(empty.group(2)), form))
         return
-    if not ident.isdigit():
+    if not (ident.isascii() and ident.isdigit()):  # "²" is a digit to str.isdigit but not to int()
         raise data_error(path, number, f"ID {ident!r} is not an integer (nor a range 4-5 or an empty node 8.1)")
     if int(ident) != next_id:
         raise data_error(path, number, f"word ID {ident} out of sequence (expected {next_id})")
     head = cols[6]
-    if not head.isdigit():
+    if not (head.isascii() and head.isdigit()):
         raise data_error(path, number, f"HEAD {head!r} is not an integer (0 for the root)")
     feats = parse_feats(cols[5])
     if feats is None:

@@ -202,7 +202,7 @@ def number_value(value: Any) -> float | None:
         return None
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a JSON integer of hundreds of digits
         return None
 
 

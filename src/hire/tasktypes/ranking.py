@@ -276,6 +276,14 @@ def encode_pairs(examples: Sequence[RankingExample], tokenizer: Any, max_length:
     enc = tokenizer(firsts, [ex.passage for ex in examples], truncation="only_second", max_length=max_length)
     keys = [k for k in ("input_ids", "token_type_ids") if k in enc]
     features = [{k: enc[k][i] for k in keys} for i in range(len(examples))]
+    # A question cut as text can tokenize longer inside the pair (a word cut in its middle splits anew); the
+    # tokenizer then leaves such a pair whole. Those few are cut again, from both sides, to fit.
+    over = [i for i, f in enumerate(features) if len(f["input_ids"]) > max_length]
+    if over:
+        again = tokenizer([firsts[i] for i in over], [examples[i].passage for i in over], truncation="longest_first",
+                          max_length=max_length)
+        for j, i in enumerate(over):
+            features[i] = {k: again[k][j] for k in keys}
     truncated = 0
     for i, ex in enumerate(examples):
         kept = min(len(question_ids[ex.question]), room - 1)
