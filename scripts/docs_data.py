@@ -520,7 +520,54 @@ class RankProbe:
                 f"--output_dir experiments/{self.name}")
 
 
-def load(directory: Path) -> Experiment | Probe | Reconstruct | RankProbe:
+class CommandReport:
+    """A folder whose ``report.md`` a repository command wrote from the folder's own files: ``hire probe-tokens``
+    (``results.json`` with ``command: probe-tokens``) or ``scripts/table7.py report`` (``tables/table7.json``).
+    ``data`` is that JSON, for the findings' fields; ``redraw`` is the command that makes the report again."""
+
+    def __init__(self, directory: Path, data_file: str, redraw: str):
+        self.dir, self.name = directory, directory.name
+        self.data = json.loads((directory / data_file).read_text())
+        self.redraw = redraw
+
+    @property
+    def report(self) -> str:
+        return (self.dir / "report.md").read_text()
+
+    def token_best(self, task: str, encoder: str) -> str:
+        """probe-tokens: ``93.1 (layer 3)``, the best layer's test accuracy x 100 of ``encoder`` on ``task``."""
+        scores = self._token_scores(task, encoder)
+        layer = max(range(len(scores)), key=lambda i: scores[i])
+        return f"{100 * scores[layer]:.1f} (layer {layer})"
+
+    def token_last(self, task: str, encoder: str) -> str:
+        return f"{100 * self._token_scores(task, encoder)[-1]:.1f}"
+
+    def _token_scores(self, task: str, encoder: str, part: str = "task") -> list[float]:
+        cell = self.data["tasks"][task]["results"][encoder]
+        return [layer[part]["test"]["accuracy"] for layer in cell["layers"]]
+
+    def token_selectivity(self, task: str, encoder: str) -> str:
+        """probe-tokens: the best layer's selectivity (task minus control-task test accuracy) x 100."""
+        scores = self._token_scores(task, encoder)
+        layer = max(range(len(scores)), key=lambda i: scores[i])
+        return f"{100 * (scores[layer] - self._token_scores(task, encoder, 'control')[layer]):.1f}"
+
+    def token_majority(self, task: str) -> str:
+        majority = self.data["tasks"][task]["majority"]
+        value = majority.get("test", majority)
+        return f"{100 * (value['accuracy'] if isinstance(value, dict) else value):.1f}"
+
+    def table7(self, kind: str, row: str, split: str = "dev") -> str:
+        """table7: ``86.3 [85.9, 86.8]`` (median [min, max] over seeds) of a row's entity F1 x 100."""
+        for r in self.data["rows"]:
+            if r["kind"] == kind and r["row"] == row:
+                s = r[split]
+                return f"{s['median']:.1f}" if s["n"] == 1 else f"{s['median']:.1f} [{s['min']:.1f}, {s['max']:.1f}]"
+        return "not yet measured"
+
+
+def load(directory: Path) -> Experiment | Probe | Reconstruct | RankProbe | CommandReport:
     """Whichever of the four an ``experiments/<name>/`` folder holds: ``summary.json`` (an experiment grid), or the
     ``format`` of its ``results.json``. ValueError naming the folder for anything else, such as a command still
     running there (a page is made from finished records only)."""
@@ -537,6 +584,10 @@ def load(directory: Path) -> Experiment | Probe | Reconstruct | RankProbe:
         return RankProbe(directory)
     if found == "hire-reconstruct/1":
         return Reconstruct(directory)
+    if path.is_file() and json.loads(path.read_text()).get("command") == "probe-tokens":
+        return CommandReport(directory, "results.json", f"hire probe-tokens-report {directory.name}")
+    if (directory / "tables" / "table7.json").is_file():
+        return CommandReport(directory, "tables/table7.json", "python scripts/table7.py report")
     what = "a `hire probe` record without which_layer.csv" if found == "hire-probe/1" else \
         f"no results.json of a known format ({found})" if path.is_file() else "neither summary.json nor results.json"
     raise ValueError(f"{directory}: {what}; a results page is made from a finished `hire experiment report`, "

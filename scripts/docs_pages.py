@@ -23,7 +23,16 @@ import jinja2
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from docs_data import Experiment, Probe, RankBlock, RankProbe, Reconstruct, hire_against_last_layer, load
+from docs_data import (
+    CommandReport,
+    Experiment,
+    Probe,
+    RankBlock,
+    RankProbe,
+    Reconstruct,
+    hire_against_last_layer,
+    load,
+)
 
 from hire.sharing import markdown_table
 
@@ -269,6 +278,15 @@ def rank_probe_page(exp: RankProbe, meta: dict[str, Any], findings: str) -> str:
     return "\n".join(out)
 
 
+def report_page(exp: CommandReport, meta: dict[str, Any], findings: str) -> str:
+    """The findings, then the folder's own report (its headings one level down, its figures linked in place)."""
+    body = exp.report.split("\n", 1)[1] if exp.report.startswith("# ") else exp.report
+    body = re.sub(r"!\[([^\]]*)\]\(([^)]+)\)", lambda m: image(exp.name, m.group(2), m.group(1)), body)
+    return "\n".join([f"# {meta.get('title', exp.name)}", "", note(f"experiments/{exp.name}/", exp.name), "",
+                      findings, "## The report", "", demote(body.strip()), "", "## Reproduce", "",
+                      f"`{exp.redraw}` makes the report again from `experiments/{exp.name}/`'s own files.", ""])
+
+
 def results_pages(site: Site) -> dict[str, str]:
     pages: dict[str, str] = {}
     cells: list[list[str]] = []
@@ -283,6 +301,9 @@ def results_pages(site: Site) -> dict[str, str]:
             pages[f"docs/results/{name}.md"] = rank_probe_page(exp, meta, findings)
             cells.append([f"[{meta.get('title', name)}]({name}.md)", meta.get("asks", ""), str(exp.cells),
                           f"{exp.seconds['all'] / 3600:.1f}"])
+        elif isinstance(exp, CommandReport):
+            pages[f"docs/results/{name}.md"] = report_page(exp, meta, findings)
+            cells.append([f"[{meta.get('title', name)}]({name}.md)", meta.get("asks", ""), "", ""])
         else:
             page = probe_page if isinstance(exp, Probe) else reconstruct_page
             pages[f"docs/results/{name}.md"] = page(exp, meta, findings)
