@@ -130,8 +130,9 @@ class TaskType(ABC):
     has_submissions: bool = False  # whether unlabelled splits get a leaderboard file (write_submission)
 
     def named_task(self, name: str) -> tuple[str, tuple[str, ...]] | None:
-        """A task this type reads by name (``--data.task``, not ``custom``): its canonical spelling and metrics
-        (the first picks the best model), or None when the name is not one of its tasks."""
+        """A task this type reads by name (``--data.task``, not ``custom``): its canonical spelling and the metrics
+        whose mean is its ``score`` (what picks the best model: GLUE's rule), or None when the name is not one of
+        its tasks."""
         return None
 
     def task_names(self) -> tuple[str, ...]:

@@ -65,7 +65,7 @@ class RankingTasks(TaskType):
         return cfg.is_ranking()
 
     def named_task(self, name: str) -> tuple[str, tuple[str, ...]] | None:
-        return ("wikiqa", RANKING_METRICS) if name.lower() == "wikiqa" else None
+        return ("wikiqa", ("map",)) if name.lower() == "wikiqa" else None  # MAP alone is the score
 
     def task_names(self) -> tuple[str, ...]:
         return ("wikiqa",)

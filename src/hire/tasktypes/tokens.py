@@ -45,10 +45,10 @@ class TokenTasks(TaskType):
         """``conll2003`` (entity F1; also the name its runs record, ``CoNLL-2003``, and ``CoNLL-2003-chunk`` /
         ``-pos``, the latter scored by token accuracy)."""
         key = name.lower().replace("-", "").replace("_", "")
-        if key == "conll2003":
-            return "conll2003", ENTITY_METRICS
+        if key == "conll2003":  # strict entity F1 alone is the score
+            return "conll2003", ("f1",)
         if key in ("conll2003pos", "conll2003chunk"):  # chunks are scored as spans, as conlleval does
-            return name, ("accuracy",) if key.endswith("pos") else ENTITY_METRICS
+            return name, ("accuracy",) if key.endswith("pos") else ("f1",)
         return None
 
     def task_names(self) -> tuple[str, ...]:
