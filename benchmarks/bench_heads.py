@@ -119,8 +119,9 @@ def inference_rate(model: torch.nn.Module, batches: list[dict], precision: str) 
     return n / (time.perf_counter() - start)
 
 
-def count_flops(model: torch.nn.Module, batch: dict) -> dict[str, float]:
-    """Multiply-adds per example: each part's forward, and the whole training step (forward + backward)."""
+def step_flops(model: torch.nn.Module, batch: dict) -> tuple[dict[str, float], float]:
+    """FLOPs of one forward by module (depth 3, ``Global`` for the whole), and of the training step's forward and
+    backward together."""
     # FlopCounterMode does not see cuDNN's RNN kernels: count the Bi-GRUs on the step-loop path (same arithmetic).
     cudnn, BiGRU.cudnn_on_cuda = BiGRU.cudnn_on_cuda, False
     try:
@@ -134,12 +135,18 @@ def count_flops(model: torch.nn.Module, batch: dict) -> dict[str, float]:
         model.zero_grad()
     finally:
         BiGRU.cudnn_on_cuda = cudnn
+    return fwd, counter.get_total_flops()
+
+
+def count_flops(model: torch.nn.Module, batch: dict) -> dict[str, float]:
+    """Multiply-adds per example: each part's forward, and the whole training step (forward + backward)."""
+    fwd, step = step_flops(model, batch)
     n = len(batch["input_ids"])
     parts = {"encoder": fwd.get("HireModel.encoder", 0), "extractor": fwd.get("HireModel.head.extractor", 0),
              "fusion": fwd.get("HireModel.head.fusion", 0), "output": fwd.get("HireModel.output", 0)}
     parts["head_other"] = fwd.get("HireModel.head", 0) - parts["extractor"] - parts["fusion"]
     result = {f"macs_{k}": v / 2 / n for k, v in parts.items()}  # a multiply-add is 2 FLOPs
-    result["macs_train_step"] = counter.get_total_flops() / 2 / n
+    result["macs_train_step"] = step / 2 / n
     return result
 
 

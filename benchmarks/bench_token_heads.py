@@ -36,13 +36,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 from transformers import AutoConfig
 from transformers.utils import logging as hf_logging
 
 sys.path.insert(0, str(Path(__file__).parent))  # run as a script or imported by the tests: its neighbours
 from bench_common import machine_info
-from bench_heads import autocast
+from bench_heads import autocast, step_flops
 
 from hire.checks import ConfigError, check_encoder, check_output_folder
 from hire.config import check_max_length
@@ -54,7 +53,6 @@ from hire.encoder import resolve_encoder
 from hire.hardware import cpu_has_fast_bf16
 from hire.heads import build_head, head_names
 from hire.model import build_model, load_tokenizer
-from hire.recurrent import BiGRU
 from hire.reporting import markdown_table
 from hire.runtime import KERNEL_CACHE_VAR, keep_freed_memory
 from hire.training import make_optimizer
@@ -213,25 +211,14 @@ def count_macs(model: torch.nn.Module, batch: Batch) -> dict[str, float]:
     the head itself: its part other than the Bi-GRUs is the forward's total less the parts it does see. (The
     sentence suite's ``bench_heads.count_flops`` reads ``HireModel``'s module names, hence this token form.)"""
     root = type(model).__name__
-    cudnn, BiGRU.cudnn_on_cuda = BiGRU.cudnn_on_cuda, False  # the counter does not see cuDNN's RNN kernels
-    try:
-        counter = FlopCounterMode(display=False, depth=3)
-        with counter:
-            model(**batch)
-        forward = {name: sum(ops.values()) for name, ops in counter.get_flop_counts().items()}
-        counter = FlopCounterMode(display=False)
-        with counter:
-            model(**batch).loss.backward()
-        model.zero_grad()
-    finally:
-        BiGRU.cudnn_on_cuda = cudnn
+    forward, step = step_flops(model, batch)
     parts = {p: forward.get(f"{root}.{name}", 0) for p, name in
              (("encoder", "encoder"), ("extractor", "head.extractor"), ("fusion", "head.fusion"),
               ("output", "output"))}
     parts["head_other"] = forward.get("Global", 0) - sum(parts.values())
     sentences = len(batch["input_ids"])
     macs = {f"macs_{p}": parts[p] / 2 / sentences for p in PARTS}  # a multiply-add is 2 FLOPs
-    macs["macs_train_step"] = counter.get_total_flops() / 2 / sentences
+    macs["macs_train_step"] = step / 2 / sentences
     return macs
 
 
