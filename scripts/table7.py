@@ -45,6 +45,11 @@ def read_json(path: Path) -> Any:
 
 def collect(seed_dirs: list[Path], out: Path) -> int:
     """One record per finished (row, seed); rows still training are left for a later collect."""
+    for folder in seed_dirs:  # checked before anything is written
+        if not folder.is_dir():
+            fail(f"{folder}: no such folder (a `hire features --output_dir` folder)")
+        if not any((folder / row / "metrics.json").is_file() for row in ROWS):
+            fail(f"{folder}: no finished row (no <row>/metrics.json); is `hire features` still running there?")
     records = out / "records"
     records.mkdir(parents=True, exist_ok=True)
     written = 0

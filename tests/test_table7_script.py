@@ -50,3 +50,12 @@ def test_report_without_records_is_one_line(tmp_path: Path, capsys: pytest.Captu
         table7.main(["report", str(tmp_path)])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_collect_from_a_missing_or_unfinished_folder_writes_nothing(tmp_path: Path, capsys) -> None:
+    (tmp_path / "running").mkdir()
+    for folder in ("nowhere", "running"):
+        with pytest.raises(SystemExit) as exit_info:
+            table7.main(["collect", str(tmp_path / folder), "--out", str(tmp_path / "exp")])
+        assert exit_info.value.code == 2 and capsys.readouterr().err.count("\n") == 1
+    assert not (tmp_path / "exp").exists()

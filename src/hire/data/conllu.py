@@ -139,7 +139,8 @@ def find_treebank(directory: str | Path, option: str = "--treebank") -> dict[str
     """
     folder = Path(directory).expanduser()
     if not folder.is_dir():
-        raise DataError(f"{option} {folder}: no such folder (a UD treebank folder holds <name>-ud-train.conllu, "
+        what = "a file, not a folder" if folder.exists() else "no such folder"
+        raise DataError(f"{option} {folder}: {what} (a UD treebank folder holds <name>-ud-train.conllu, "
                         "-dev.conllu and -test.conllu)")
     found: dict[str, Path] = {}
     for split in SPLITS:
