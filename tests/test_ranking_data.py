@@ -170,9 +170,9 @@ def test_keep_drops_and_counts_one_sided_questions(tmp_path: Path) -> None:
     positive = read_ranking_file(path, keep="has-positive")
     assert [(e.qid, e.pid) for e in positive.examples] == [("mixed", "a"), ("mixed", "b"), ("pos", "a"), ("pos", "b")]
     assert positive.dropped == {"no positive": 1}
-    both = read_ranking_file(path, keep="has-both")
-    assert [(e.qid, e.pid) for e in both.examples] == [("mixed", "a"), ("mixed", "b")]
-    assert both.dropped == {"no positive": 1, "no negative": 1}
+    both = read_ranking_file(path, keep="has-both")  # "pos" (grades 1 and 3) has something to rank below another
+    assert [(e.qid, e.pid) for e in both.examples] == [("mixed", "a"), ("mixed", "b"), ("pos", "a"), ("pos", "b")]
+    assert both.dropped == {"no positive": 1, "no negative": 0}
     groups = group_questions(everything.examples)
     assert list(groups) == ["mixed", "neg", "pos"]
     assert [e.pid for e in groups["neg"]] == ["a", "b"]
@@ -180,6 +180,24 @@ def test_keep_drops_and_counts_one_sided_questions(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="needs labels"):
         keep_questions([RankingExample("q", "Q", "p", "P", None, 5)], "has-both")
     assert KEEP == ("all", "has-positive", "has-both")
+
+
+def test_has_both_means_two_grades_for_graded_labels_and_a_1_and_a_0_for_binary_ones() -> None:
+    """Graded: a question whose labels are all > 0 but differ is kept, one of a single grade is not. Binary: a 1
+    and a 0 are needed, as before."""
+    def question(qid: str, *labels: float) -> list[RankingExample]:
+        return [RankingExample(qid, f"{qid}?", f"p{i}", "P.", label, i + 1) for i, label in enumerate(labels)]
+
+    graded = [*question("1-and-2", 1, 2, 2), *question("0-and-3", 0, 3), *question("all-2", 2, 2),
+              *question("all-0", 0, 0), *question("one-3", 3)]
+    kept, dropped = keep_questions(graded, "has-both")
+    assert list(group_questions(kept)) == ["1-and-2", "0-and-3"]
+    assert dropped == {"no positive": 1, "no negative": 2}
+    binary = [*question("mixed", 0, 1), *question("all-1", 1, 1), *question("all-0", 0, 0), *question("one-1", 1)]
+    kept, dropped = keep_questions(binary, "has-both")
+    assert list(group_questions(kept)) == ["mixed"]
+    assert dropped == {"no positive": 1, "no negative": 2}
+    assert list(group_questions(keep_questions(graded, "has-positive")[0])) == ["1-and-2", "0-and-3", "all-2", "one-3"]
 
 
 def test_wikiqa_folder_missing(tmp_path: Path) -> None:

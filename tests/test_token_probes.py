@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -21,11 +22,15 @@ from hire.featurebased.cache import cached_features
 from hire.model import load_tokenizer
 from hire.probing.token_cli import add_commands
 from hire.probing.tokens import (
+    TASKS,
     FitSettings,
+    TokenProbeRun,
+    WordSplit,
     control_labels,
     expected_layer,
     majority,
     probe_layers,
+    probe_task,
     selectivity,
     token_metrics,
 )
@@ -125,13 +130,36 @@ def test_the_layer_that_carries_the_label_wins(single_thread) -> None:
         x[:, 2] += centres[labels[s]].astype(np.float16)
         features[s] = x
     shuffled = {s: rng.permutation(y) for s, y in labels.items()}
-    out = probe_layers(features, {"task": labels, "control": shuffled}, token_metrics(["a", "b", "c"], "pos"),
+    score = token_metrics(["a", "b", "c"], "pos")
+    out = probe_layers(features, {"task": labels, "control": shuffled}, {"task": score, "control": score},
                        FitSettings())
     acc = [cell["test"]["accuracy"] for cell in out["task"]]
     assert [cell["layer"] for cell in out["task"]] == [0, 1, 2, 3]
     assert int(np.argmax(acc)) == 2 and acc[2] > 0.9
     assert max(acc[:2] + acc[3:]) < 0.5
     assert max(cell["test"]["accuracy"] for cell in out["control"]) < 0.5  # shuffled labels: nothing to learn
+
+
+def test_control_cells_of_ner_carry_token_accuracy_alone(single_thread) -> None:
+    """The control task's labels are random per word type: an F1 over NER's entity tags means nothing for them,
+    so a control cell holds accuracy only; the task's cells keep their macro F1."""
+    rng = np.random.default_rng(0)
+    tags = ["O", "B-PER", "I-PER", "B-LOC"]
+    splits, features = {}, {}
+    for split, n in (("train", 160), ("dev", 60), ("test", 60)):
+        forms = [f"w{i}" for i in rng.integers(0, 40, n)]
+        ner = [tags[int(form[1:]) % len(tags)] for form in forms]
+        splits[split] = WordSplit([], np.arange(n), forms, {"ner": ner}, f"{split}.txt")
+        features[split] = SimpleNamespace(features=rng.normal(size=(n, 2, 6)).astype(np.float16), encode_seconds=0.0,
+                                          cached=True)
+    run = TokenProbeRun(encoders=["enc"], tasks=["conll-ner"], output_dir="unused", fit=FitSettings(max_iter=50))
+    cell, meta = probe_task(TASKS["conll-ner"], splits, features, run)
+    assert meta["metrics"] == ["accuracy", "macro_f1"] and "macro_f1" in meta["majority"]["dev"]
+    assert [c["layer"] for c in cell["layers"]] == [0, 1]
+    for c in cell["layers"]:
+        for split in ("dev", "test"):
+            assert set(c["task"][split]) == {"accuracy", "macro_f1"}
+            assert set(c["control"][split]) == {"accuracy"}
 
 
 # --- sub-token pooling ------------------------------------------------------------------------------------------
@@ -244,6 +272,7 @@ def test_end_to_end_with_a_random_twin_and_the_report_redrawn(hire, encoder_dir:
                     assert c["selectivity"][split] == pytest.approx(c["task"][split]["accuracy"]
                                                                     - c["control"][split]["accuracy"])
                     assert ("macro_f1" in c["task"][split]) == (name == "conll-ner")
+                    assert set(c["control"][split]) == {"accuracy"}
             assert cell["summary"]["best_layer"] in (0, 1, 2)
         assert task["majority"]["test"]["accuracy"] > 0
     # UPOS is a function of the word here: the pre-trained (random, but char-level) encoder's probes learn it

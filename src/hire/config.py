@@ -110,8 +110,8 @@ class DataConfig:
     # Ranking tasks: wikiqa, or custom files in --data.format ranking.
     keep: Literal["has-positive", "has-both", "all"] = _f(
         "has-positive", "ranking tasks: the evaluation questions that count: those with a relevant candidate "
-        "(WikiQA's usual evaluation), those with a relevant and an irrelevant one, or all (training reads every "
-        "question)")
+        "(WikiQA's usual evaluation), those with a relevant one and two different grades (0/1 labels: a relevant "
+        "and an irrelevant one), or all (training reads every question)")
     ranking_columns: dict[str, Any] = _f(
         {}, "ranking files: the column of each field (qid, question, pid, passage, label) where it is not the "
         "field's name, e.g. qid=QuestionID,passage=Sentence; or 0-based indices for files without a header")

@@ -12,8 +12,11 @@ Lines end at ``\\n`` (a CRLF's ``\\r`` is dropped), a UTF-8 byte-order mark is d
 that are not UTF-8 are an error naming the line.
 
 Which questions count: ``keep="all"`` keeps every question; ``"has-positive"`` (WikiQA's usual evaluation)
-only those with at least one relevant candidate (label > 0); ``"has-both"`` only those with a relevant and a
-non-relevant one (a question of one kind cannot change MAP under any ranking, so some papers drop them too).
+only those with at least one relevant candidate (label > 0); ``"has-both"`` only those with something to rank
+above something else: a relevant candidate and at least two different grades. With 0/1 labels that is a relevant
+and a non-relevant candidate (a question of one kind cannot change MAP under any ranking, so some papers drop
+them too); with graded labels a question whose grades are all > 0 but differ (1 and 2) stays, as nDCG tells its
+rankings apart, and one whose candidates all share one grade is dropped.
 What was left out is counted by reason in :attr:`RankingFile.dropped`.
 """
 
@@ -74,7 +77,8 @@ class RankingExample:
 @dataclass
 class RankingFile:
     """The candidates read from ``path`` (in file order) that ``keep`` kept, and how many questions it dropped
-    for each reason (``"no positive"``: every candidate has label 0; ``"no negative"``: none has label 0)."""
+    for each reason (``"no positive"``: every candidate has label 0; ``"no negative"``: every candidate has the
+    same label > 0, so none is less relevant than another: with 0/1 labels, none has label 0)."""
 
     path: Path
     examples: list[RankingExample]
@@ -102,8 +106,10 @@ def check_grades(examples: Iterable[RankingExample], path: str | Path, unlabelle
 
 def keep_questions(examples: Sequence[RankingExample], keep: str) -> tuple[list[RankingExample], dict[str, int]]:
     """The candidates of the questions that ``keep`` keeps (file order), and the dropped questions counted by
-    reason: ``"has-positive"`` counts ``"no positive"``; ``"has-both"`` counts ``"no positive"`` and
-    ``"no negative"``; ``"all"`` drops nothing (``{}``).
+    reason: ``"has-positive"`` counts ``"no positive"`` (no label > 0); ``"has-both"`` counts ``"no positive"``
+    and ``"no negative"`` (one grade > 0 for every candidate: nothing to rank below another). So ``"has-both"``
+    keeps a question with two different grades, one of them > 0: with 0/1 labels a 1 and a 0, with graded labels
+    also 1 and 2 (no 0 needed); ``"all"`` drops nothing (``{}``).
 
     Raises:
         ValueError: for an unknown ``keep``, or a filter that needs labels meeting an unlabelled candidate.
@@ -121,10 +127,10 @@ def keep_questions(examples: Sequence[RankingExample], keep: str) -> tuple[list[
                              f"(line {unlabelled.line}) has none")
         labels = [float(c.label or 0.0) for c in candidates]  # none is None here
         positive = any(label > 0 for label in labels)
-        negative = any(label == 0 for label in labels)
+        below = len(set(labels)) > 1  # a candidate less relevant than another: a 0 beside a 1, or a 1 beside a 2
         if not positive:
             dropped[NO_POSITIVE] += 1
-        elif keep == "has-both" and not negative:
+        elif keep == "has-both" and not below:
             dropped[NO_NEGATIVE] += 1
         else:
             kept_ids.add(qid)

@@ -54,6 +54,18 @@ STATES = ("done", "recorded", "running", "queued", "started", "left", "changed")
 NO_LOCKS = (errno.ENOLCK, errno.ENOSYS, errno.EOPNOTSUPP)  # a file system that offers no flock at all
 
 
+@dataclass(frozen=True)
+class CellStatus:
+    """Where one cell stands: ``state`` is one of :data:`STATES` (the module's docstring says what each means),
+    ``run`` the cell's run folder."""
+
+    cell: Cell
+    run: Path
+    state: str
+    differences: tuple[str, ...] = ()  # for "changed": the options that differ
+    job: str | None = None  # for a cell the scheduler runs or queues: its job, e.g. "slurm job 4242_0 (PENDING)"
+
+
 def folder_in_use(path: Path) -> bool:
     """Whether a run is training in ``path`` right now (:func:`hire.runs.folder_in_use`). On a file system that
     offers no locks, the folder's lock cannot tell: False (a cluster's scheduler tells running cells apart,
@@ -103,15 +115,6 @@ class CellClaim:
         from hire.runs import lock_held
 
         return lock_held(self.path)
-
-
-@dataclass(frozen=True)
-class CellStatus:
-    cell: Cell
-    run: Path
-    state: str
-    differences: tuple[str, ...] = ()  # for "changed": the options that differ
-    job: str | None = None  # for a cell the scheduler runs or queues: its job, e.g. "slurm job 4242_0 (PENDING)"
 
 
 def recorded(cell: Cell, records: Path | None) -> bool:

@@ -105,8 +105,8 @@ def _cmd_features(args: FeaturesCommand) -> int:
                             args.seed, device)
     run = FeatureRun(args.encoder, rows, args.output_dir, args.task, args.tag_column, args.data_dir,
                      files if args.task == "custom" else {}, args.format, args.max_train_examples,
-                     args.max_eval_examples, args.max_length, args.encode_batch_size, args.cache_dir, args.cache_only,
-                     args.overwrite, tagger)
+                     args.max_eval_examples, args.cache_only, args.overwrite, tagger, max_length=args.max_length,
+                     encode_batch_size=args.encode_batch_size, cache_dir=args.cache_dir)
     results = run_features(run)
     for split, cache in results["caches"].items():
         state = "found" if cache["cached"] else f"written in {cache['encode_seconds']:.0f} s"

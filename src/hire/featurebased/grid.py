@@ -15,12 +15,14 @@ from typing import Any
 
 from hire.config import ConfigError
 from hire.data.examples import TokenExample
+from hire.featurebased.encoding import WordEncoding
 from hire.featurebased.tagger import TaggerSettings
 
 
 @dataclass
-class FeatureRun:
-    """What ``hire features`` runs (checked by the command line)."""
+class FeatureRun(WordEncoding):
+    """What ``hire features`` runs (checked by the command line); how words are encoded and cached:
+    :class:`~hire.featurebased.encoding.WordEncoding`'s keyword options."""
 
     encoder: str
     rows: list[str]
@@ -32,9 +34,6 @@ class FeatureRun:
     format: str = "conll"
     max_train_examples: int | None = None
     max_eval_examples: int | None = None
-    max_length: int = 128
-    encode_batch_size: int = 32
-    cache_dir: str | None = None
     cache_only: bool = False
     overwrite: bool = False
     tagger: TaggerSettings = field(default_factory=TaggerSettings)
@@ -77,23 +76,21 @@ def _row_done(folder: Path, config: dict[str, Any], overwrite: bool) -> bool:
 
 def run_features(run: FeatureRun) -> dict[str, Any]:
     """Cache every split's features, train each row, write the summary; returns ``results.json``'s content."""
-    from hire.featurebased.cache import cached_features, default_cache_dir, encoder_key
+    from hire.featurebased.cache import encoder_key
     from hire.featurebased.tagger import train_tagger
     from hire.probing.sources import resolve_source
 
     splits, tags = read_task(run)
     source = resolve_source(run.encoder)
     tokenizer, key = source.tokenizer(words=True), encoder_key(source)
-    cache_dir = Path(run.cache_dir).expanduser() if run.cache_dir else default_cache_dir()
     task = run.task if run.task != "conll2003" else f"conll2003-{run.tag_column}"
     out = Path(run.output_dir)
     configs = {row: {"encoder": run.encoder, "encoder_key": key, "task": task, "files": run.files,
                      "max_train_examples": run.max_train_examples, "max_eval_examples": run.max_eval_examples,
                      "max_length": run.max_length, "row": row, "settings": asdict(run.tagger)} for row in run.rows}
     done = [] if run.cache_only else [row for row in run.rows if _row_done(out / row, configs[row], run.overwrite)]
-    features = {split: cached_features(examples, tokenizer, source.encoder, key, cache_dir,
-                                       f"{task}-{split}", run.max_length, run.encode_batch_size, run.tagger.device,
-                                       {"encoder_name": run.encoder, "split": split})
+    features = {split: run.word_features(examples, tokenizer, source.encoder, key, f"{task}-{split}", run.tagger.device,
+                                         {"encoder_name": run.encoder, "split": split})
                 for split, examples in splits.items()}
     source.release()
     caches = {split: {"path": str(f.path), "sentences": len(f), "words": int(f.offsets[-1]), "cached": f.cached,

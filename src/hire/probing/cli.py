@@ -31,17 +31,47 @@ def positive_numbers(option: str, text: str) -> tuple[float, ...]:
     return values
 
 
+ENCODERS_HELP = ("an encoder, or several comma-separated: hub name, local folder, all-MiniLM-L6-v2, a run folder "
+                 "(its best/), a saved model folder (its fine-tuned encoder), or random:<encoder> (its architecture "
+                 "with random weights, fixed seed, and its real tokenizer: an untrained twin)")
+
+
+def labels_help(option: str) -> str:
+    """The help of ``--labels`` beside the encoders' option ``option`` (``--encoder``, ``--encoders``)."""
+    return f"names for the encoders in tables and plots, comma-separated (default: the {option} values)"
+
+
 @dataclass(kw_only=True)
 class EncoderOptions:
     """``--encoder`` and ``--labels``, as ``hire probe`` and ``hire reconstruct`` take them: repeatable or
-    comma-separated, one label per encoder."""
+    comma-separated, one label per encoder (``hire rank-probe`` names the same option ``--encoders``)."""
 
-    encoder: list[str] = option("an encoder, or several comma-separated: hub name, local folder, all-MiniLM-L6-v2, "
-                                "a run folder (its best/), a saved model folder (its fine-tuned encoder), or "
-                                "random:<encoder> (its architecture with random weights, fixed seed, and its real "
-                                "tokenizer: an untrained twin)", [])
-    labels: list[str] = option("names for the encoders in tables and plots, comma-separated (default: the "
-                               "--encoder values)", [])
+    encoder: list[str] = option(ENCODERS_HELP, [])
+    labels: list[str] = option(labels_help("--encoder"), [])
+
+
+@dataclass(kw_only=True)
+class FeatureOptions:
+    """How ``hire probe`` and ``hire rank-probe`` encode texts into cached pooled states
+    (:class:`hire.probing.features.FeatureSettings`): the cache, its precision, the forward passes and the device
+    (which fits the probes too)."""
+
+    cache_dir: str | None = option("feature cache (default: $HIRE_FEATURE_CACHE or ~/.cache/hire/features)", None)
+    cache_dtype: Literal["float16", "float32"] = option("stored feature precision (float16: half the space)",
+                                                        "float16")
+    max_length: AtLeast1 = option("maximum tokens per text encoded (a longer one is cut)", 128)
+    batch_size: AtLeast1 = option("texts per encoder forward pass", 64)
+    mixed_precision: Literal["auto", "no", "bf16", "fp16"] = option(
+        "encoder forward precision; auto: bf16 where the hardware is fast at it", "auto")
+    device: str = option("cpu, cuda, cuda:1 ... for encoding and fitting the probes (auto: cuda where there is one)",
+                         "auto")
+
+    def encoding(self) -> tuple[str, str, str]:
+        """The feature cache folder (:func:`feature_cache`), the device (:func:`resolve_device`) and the forward
+        precision on it (:func:`forward_precision`), checked."""
+        device = resolve_device(self.device)
+        precision = forward_precision(self.mixed_precision, device)
+        return feature_cache(self.cache_dir), device, precision
 
 
 def encoders_and_labels(encoder_words: list[str], label_words: list[str], option: str = "--encoder",
@@ -118,10 +148,8 @@ def options_from_args(args: ProbeCommand) -> ProbeOptions:
     (encoders, labels), tasks = encoders_and_labels(args.encoder, args.labels), split_words(args.task)
     if not tasks:
         raise ValueError("--task: give at least one task (e.g. MR, SST-5, CoLA, MRPC, ud-probes, or custom)")
-    device = resolve_device(args.device)
-    precision = forward_precision(args.mixed_precision, device)
+    cache_dir, device, precision = args.encoding()
     check_results_dir(args.output_dir)
-    cache_dir = feature_cache(args.cache_dir)
     check_encoders(encoders)
     tasks, treebank = _ud_tasks(args, tasks)
     columns = [c.strip() for c in args.text_columns.split(",") if c.strip()]
@@ -188,7 +216,7 @@ AtLeast2 = ranged(int, (">=", 2), name="AtLeast2")  # cross-validation folds
 
 
 @dataclass(kw_only=True)
-class ProbeCommand(EncoderOptions):
+class ProbeCommand(FeatureOptions, EncoderOptions):
     """Encode a task once with a frozen encoder (features cached), then fit a logistic-regression probe (ridge for
     regression) on every hidden state x pooling (cls, sep, mean, max) and on concatenations of layers, under
     SentEval's protocol: 10-fold cross-validation where a task has no split, else train -> dev (and test where
@@ -218,15 +246,6 @@ class ProbeCommand(EncoderOptions):
     regression: bool = option("custom task: the label is a real number", False)
     max_train_examples: AtLeast1 | None = option("a random subset of N training (or CV) examples", None)
     max_eval_examples: AtLeast1 | None = option("a random subset of N examples of each dev/test split", None)
-    # features
-    cache_dir: str | None = option("feature cache (default: $HIRE_FEATURE_CACHE or ~/.cache/hire/features)", None)
-    cache_dtype: Literal["float16", "float32"] = option("stored feature precision (float16: half the space)",
-                                                        "float16")
-    max_length: AtLeast1 = option("maximum tokens per sentence", 128)
-    batch_size: AtLeast1 = option("sentences per forward pass", 64)
-    mixed_precision: Literal["auto", "no", "bf16", "fp16"] = option(
-        "forward precision; auto: bf16 where the hardware is fast at it", "auto")
-    device: str = option("cpu, cuda, cuda:1 ... (auto: cuda where there is one)", "auto")
     # probes
     folds: AtLeast2 = option("cross-validation folds where a task has no split", 10)
     c_grid: str = option("logistic regression: inverse regularisation strengths to choose from, comma-separated",

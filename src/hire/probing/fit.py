@@ -22,6 +22,7 @@ Sets are grouped by width (no zero padding) and a group is cut into chunks of at
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -458,11 +459,14 @@ def fit_logistic(x: Tensor, y: Tensor, classes: Tensor, rs: RowSets, rowset: Seq
 
 class _LogisticSet:
     """One feature set's logistic-regression probes under a task's protocol: every fit of the protocol (each
-    fold x each C, then the refits) is a column of one batched problem over the set's design matrix."""
+    fold x each C, then the refits) is a column of one batched problem over the set's design matrix. The C grid
+    is taken in ascending order whatever order it was given in, so that a tie goes to the smaller C and each C's
+    solver starts from the next smaller one's solution."""
 
     def __init__(self, xs: dict[str, np.ndarray], ys: dict[str, np.ndarray], fit_split: str,
                  metrics: tuple[str, ...], settings: ProbeSettings, device: torch.device):
         self.metrics, self.settings, self.device = metrics, settings, device
+        self.c_grid = tuple(sorted(settings.c_grid))
         raw = {s: torch.from_numpy(x).to(device) for s, x in xs.items()}
         mean, scale = standardise(raw[fit_split])
         self.xs = {s: (x - mean).div_(scale) for s, x in raw.items()}
@@ -486,12 +490,13 @@ class _LogisticSet:
         """For each C of the grid, the fits of every row set in ``rowsets``; each C's solver starts from the
         previous (smaller) C's solutions."""
         fits: list[LogisticFits] = []
-        for c in self.settings.c_grid:
+        for c in self.c_grid:
             fits.append(self.fit(rs, rowsets, [c] * len(rowsets), fits[-1] if fits else None))
         return fits
 
     def choose(self, fits: list[LogisticFits], j: int, x_sel: Tensor, y_sel: np.ndarray) -> int:
-        """The index of the C whose fit number ``j`` scores best on (x_sel, y_sel); ties: the smaller C."""
+        """The index (into the ascending :attr:`c_grid`) of the C whose fit number ``j`` scores best on (x_sel,
+        y_sel); ties: the smaller C."""
         values = [scores(self.metrics, f.predict(x_sel, self.classes_t)[j].cpu().numpy(), y_sel)["score"]
                   for f in fits]
         return int(np.argmax(values))
@@ -513,7 +518,7 @@ class _LogisticSet:
         grid = self.grid(rs, range(nf))
         picks = [self.choose(grid, f, self.x[torch.as_tensor(sel, device=self.device)], y[sel])
                  for f, (_, sel) in enumerate(parts)]
-        c = [self.settings.c_grid[i] for i in picks]
+        c = [self.c_grid[i] for i in picks]
         final = self.fit(rs, range(nf, 2 * nf), c, self.take(grid, picks))
         pred = np.zeros(len(y), dtype=y.dtype)
         fold_scores = []
@@ -536,10 +541,10 @@ class _LogisticSet:
             rs = row_sets(self.x, [fit, np.arange(len(y))])
             grid = self.grid(rs, [0])
             pick = self.choose(grid, 0, self.x[torch.as_tensor(sel, device=self.device)], y[sel])
-            final = self.fit(rs, [1], [self.settings.c_grid[pick]], grid[pick])
+            final = self.fit(rs, [1], [self.c_grid[pick]], grid[pick])
         splits = {s: scores(self.metrics, final.predict(x, self.classes_t)[0].cpu().numpy(), self.ys[s])
                   for s, x in self.xs.items() if s != "train"}
-        return {"splits": splits, "chosen": [{"C": float(self.settings.c_grid[pick])}]}
+        return {"splits": splits, "chosen": [{"C": float(self.c_grid[pick])}]}
 
 
 # --- ridge regression ---------------------------------------------------------------------------------------------
@@ -621,7 +626,8 @@ def fit_mlp(x: Tensor, y: Tensor, x_sel: Tensor, y_sel: Tensor, score: Callable[
     """S MLPs trained with Adam on minibatches of (x, y), each kept at its epoch of best ``score`` on the
     selection split (x_sel, y_sel), scored after every :data:`MLP_ROUND_STEPS` steps or more (whole passes, as
     SentEval's ``epoch_size``); training stops when no set improved for ``mlp_patience`` such rounds or after
-    about ``mlp_max_epochs`` passes. Returns the probes and each set's best number of passes."""
+    exactly ``mlp_max_epochs`` passes (the last round is cut short to end there). Returns the probes and each
+    set's best number of passes."""
     s, n, d = x.shape
     mean, scale = scaler(x)
     z, z_sel = (x - mean) / scale, (x_sel - mean) / scale
@@ -648,8 +654,9 @@ def fit_mlp(x: Tensor, y: Tensor, x_sel: Tensor, y_sel: Tensor, score: Callable[
     y_sel_np, waited = y_sel.cpu().numpy(), 0
     steps = -(-n // settings.mlp_batch_size)  # per pass over the data
     passes = -(-MLP_ROUND_STEPS // steps)  # passes between evaluations: small data sets take several
-    for epoch in range(passes, settings.mlp_max_epochs + passes, passes):
-        for _ in range(passes):
+    rounds = [*range(passes, settings.mlp_max_epochs, passes), settings.mlp_max_epochs]  # passes done at each score
+    for previous, epoch in itertools.pairwise([0, *rounds]):
+        for _ in range(epoch - previous):
             order = torch.randperm(n, generator=generator, device=x.device)
             for start in range(0, n, settings.mlp_batch_size):
                 rows = order[start : start + settings.mlp_batch_size]

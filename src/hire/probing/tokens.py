@@ -15,7 +15,9 @@ CoNLL-2003 (chunk and NER in IOB2, each tag a class of its own):
 (scikit-learn's objective on standardised features, as ``hire probe`` fits it),
 ``C`` chosen per state by token accuracy on dev (ties: the smaller ``C``), that model scored on dev and test. Metrics:
 token accuracy; for NER also the **per-token macro F1** over the tags other than ``O`` (each token scored on
-its own, not seqeval's entity F1). A dev/test tag never seen in training counts as an error.
+its own, not seqeval's entity F1). A dev/test tag never seen in training counts as an error. A control probe
+(below) is scored by token accuracy alone: its labels are random per word type, so an F1 over the task's entity
+tags would name classes that mean nothing there (and selectivity reads accuracy only).
 
 **Controls.**
 
@@ -45,7 +47,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,7 @@ import numpy as np
 
 from hire.config import ConfigError
 from hire.data.examples import DataError, TokenExample
+from hire.featurebased.encoding import WordEncoding
 from hire.options import choose_names
 from hire.probing.cli import check_encoders, check_results_dir
 
@@ -230,6 +233,11 @@ def expected_layer(scores: Sequence[float], cumulative: bool = False) -> float |
     return float((np.arange(1, len(s)) * delta).sum() / total)
 
 
+def accuracy_only(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
+    """Token accuracy alone (0 on no tokens): the control task's one metric."""
+    return {"accuracy": float(np.mean(pred == gold)) if len(gold) else 0.0}
+
+
 def token_metrics(tag_names: Sequence[str], column: str) -> Callable[[np.ndarray, np.ndarray], dict[str, float]]:
     """The scorer of a task: token accuracy, and for NER the per-token macro F1 over the tags other than ``O``."""
     from sklearn.metrics import f1_score
@@ -237,7 +245,7 @@ def token_metrics(tag_names: Sequence[str], column: str) -> Callable[[np.ndarray
     entity = [i for i, name in enumerate(tag_names) if name != "O"]
 
     def score(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
-        out = {"accuracy": float(np.mean(pred == gold)) if len(gold) else 0.0}
+        out = accuracy_only(pred, gold)
         if column == "ner":
             out["macro_f1"] = float(f1_score(gold, pred, labels=entity, average="macro", zero_division=0))
         return out
@@ -259,10 +267,11 @@ class FitSettings:
 
 
 def probe_layers(features: dict[str, np.ndarray], targets: dict[str, dict[str, np.ndarray]],
-                 score: Callable[[np.ndarray, np.ndarray], dict[str, float]], settings: FitSettings,
+                 score: Mapping[str, Callable[[np.ndarray, np.ndarray], dict[str, float]]], settings: FitSettings,
                  ) -> dict[str, list[dict[str, Any]]]:
     """A probe per hidden state for each labelling in ``targets`` (e.g. ``{"task": {split: ids}, "control":
-    ...}``: training ids >= 0; a dev/test id -1 is never predicted), on ``features[split]`` ``(N, l + 1, d)``.
+    ...}``: training ids >= 0; a dev/test id -1 is never predicted), on ``features[split]`` ``(N, l + 1, d)``,
+    its dev and test predictions scored by ``score[labelling]`` (a control labelling: :func:`accuracy_only`).
 
     Each hidden state is one feature set of :mod:`hire.probing.fit`, fitted as ``hire probe`` fits a task with a
     labelled test split: standardised on train (:func:`~hire.probing.fit.standardise`,
@@ -299,7 +308,7 @@ def probe_layers(features: dict[str, np.ndarray], targets: dict[str, dict[str, n
             best = int(np.argmax(accuracy))  # the first best: ties keep the smaller C
             preds = {"dev": dev[best], "test": fits[best].predict(xs["test"], classes_t)[0].cpu().numpy()}
             out[name].append({"layer": layer, "C": grid[best],
-                              **{split: score(preds[split], labels[split]) for split in EVAL_SPLITS},
+                              **{split: score[name](preds[split], labels[split]) for split in EVAL_SPLITS},
                               "not_converged": int(sum(int((~f.converged).sum()) for f in fits))})
         del xs, rs, pre
     return out
@@ -322,8 +331,9 @@ def check_encoder_specs(specs: Sequence[str]) -> None:
 
 
 @dataclass
-class TokenProbeRun:
-    """What ``hire probe-tokens`` does: ``encoders`` (specs) x ``tasks`` into ``output_dir``."""
+class TokenProbeRun(WordEncoding):
+    """What ``hire probe-tokens`` does: ``encoders`` (specs) x ``tasks`` into ``output_dir``; how words are encoded
+    and cached: :class:`~hire.featurebased.encoding.WordEncoding`'s keyword options."""
 
     encoders: list[str]
     tasks: list[str]
@@ -334,9 +344,6 @@ class TokenProbeRun:
     deprel: str = "universal"
     max_train_sentences: int | None = None
     max_eval_sentences: int | None = None
-    max_length: int = 128
-    encode_batch_size: int = 32
-    cache_dir: str | None = None
     fit: FitSettings = field(default_factory=FitSettings)
     seed: int = 0
     overwrite: bool = False
@@ -423,13 +430,12 @@ def run_token_probes(run: TokenProbeRun, log: Callable[[str], None] = print) -> 
     report. Everything is checked (:func:`prepare`) before the first encoding."""
     import torch
 
-    from hire.featurebased.cache import cached_features, default_cache_dir, encoder_key
+    from hire.featurebased.cache import encoder_key
     from hire.hardware import machine
     from hire.probing.sources import resolve_source
 
     results, data = prepare(run)
     out = Path(run.output_dir)
-    cache_dir = Path(run.cache_dir).expanduser() if run.cache_dir else default_cache_dir()
     known = {e["label"] for e in results["encoders"]}
     for spec in run.encoders:
         todo = [t for t in run.tasks if spec not in results["tasks"].get(t, {}).get("results", {})]
@@ -446,10 +452,8 @@ def run_token_probes(run: TokenProbeRun, log: Callable[[str], None] = print) -> 
             features[source] = {}
             for split in SPLITS:
                 words = data[source][split]
-                cached = cached_features(words.sentences, tokenizer, encoder.encoder, key, cache_dir,
-                                         name=f"{source}-{split}", max_length=run.max_length,
-                                         batch_size=run.encode_batch_size, device=run.fit.device,
-                                         describe={"encoder_spec": spec}, subword=run.subword)
+                cached = run.word_features(words.sentences, tokenizer, encoder.encoder, key, f"{source}-{split}",
+                                           run.fit.device, {"encoder_spec": spec}, run.subword)
                 features[source][split] = cached
                 results["encoding"].setdefault(spec, {})[f"{source}-{split}"] = {
                     "sentences": len(words.sentences), "words": len(words), "cached": cached.cached,
@@ -482,7 +486,8 @@ def probe_task(task: TokenTask, splits: dict[str, WordSplit], features: dict[str
         rows = splits[split].token_rows
         arrays[split] = np.asarray(cached.features)[rows] if len(rows) != len(cached.features) or not np.array_equal(
             rows, np.arange(len(rows))) else cached.features
-    fitted = probe_layers(arrays, {"task": gold, "control": control}, score, run.fit)
+    fitted = probe_layers(arrays, {"task": gold, "control": control}, {"task": score, "control": accuracy_only},
+                          run.fit)
     layers = []
     for t, c in zip(fitted["task"], fitted["control"], strict=True):
         layers.append({"layer": t["layer"], "task": t, "control": c,
@@ -660,7 +665,7 @@ def redraw(output_dir: str | Path) -> str:
     return write_report(results, folder)
 
 
-__all__ = ["TASKS", "FitSettings", "TokenProbeRun", "TokenTask", "WordSplit", "check_encoder_specs",
+__all__ = ["TASKS", "FitSettings", "TokenProbeRun", "TokenTask", "WordSplit", "accuracy_only", "check_encoder_specs",
            "control_label", "control_labels", "expected_layer", "label_ids", "load_conll2003", "load_ud", "majority",
            "parse_tasks", "probe_layers", "probe_task", "read_results", "redraw", "run_token_probes", "selectivity",
            "token_metrics", "write_report"]

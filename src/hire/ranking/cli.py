@@ -39,7 +39,16 @@ examples:
 
 
 @dataclass(kw_only=True)
-class RankProbeCommand:
+class _Encoders:
+    """``--encoders`` and ``--labels`` (:class:`hire.probing.cli.EncoderOptions` under this command's name), a base
+    of their own so that ``--help`` lists them first, before the encoding options."""
+
+    encoders: list[str] = option(probe_cli.ENCODERS_HELP, [])
+    labels: list[str] = option(probe_cli.labels_help("--encoders"), [])
+
+
+@dataclass(kw_only=True)
+class RankProbeCommand(probe_cli.FeatureOptions, _Encoders):
     """Encode each question and candidate passage apart, once, with a frozen encoder (pooled states cached), then
     score every hidden state and concatenation of layers under CLS, SEP, mean and max pooling with cosine similarity
     and with learned scorers (bilinear; [u; v; u*v; |u-v|] into a logistic layer or an MLP) trained with the
@@ -47,12 +56,6 @@ class RankProbeCommand:
     is the baseline row. Writes results.json, report.md, tables, MAP-by-layer figures, and TREC run files and qrels
     of each block's best cell."""
 
-    encoders: list[str] = option("an encoder, or several comma-separated: hub name, local folder, all-MiniLM-L6-v2, "
-                                 "a run folder (its best/), a saved model folder (its fine-tuned encoder), or "
-                                 "random:<encoder> (its architecture with random weights, fixed seed, and its real "
-                                 "tokenizer: an untrained twin)", [])
-    labels: list[str] = option("names for the encoders in tables and plots, comma-separated (default: the "
-                               "--encoders values)", [])
     output_dir: str = option("where results.json, report.md, tables/, figures/, runs/ and qrels/ go",
                              "runs/rank-probe")
     overwrite: bool = option("replace results of other options in --output_dir (the same options resume; a command "
@@ -69,21 +72,13 @@ class RankProbeCommand:
                                      "pid, passage, label; 0-based indices for files without a header)", {})
     keep: Literal["has-positive", "has-both", "all"] = option(
         "which questions count, in every split: with a relevant candidate (WikiQA's usual evaluation), with a "
-        "relevant and a non-relevant one, or all", "has-positive")
+        "relevant one and two different grades (0/1 labels: a relevant and a non-relevant one), or all",
+        "has-positive")
     max_train_questions: AtLeast1 | None = option("a random subset of N training questions (quick runs)", None)
     # the grid
     scorers: list[str] = option(f"scorers, comma-separated: {', '.join(SCORERS)} (default: all)", [])
     losses: list[str] = option(f"losses of the learned scorers, comma-separated: {', '.join(LOSSES)} (default: "
                                "both)", [])
-    # features
-    cache_dir: str | None = option("feature cache (default: $HIRE_FEATURE_CACHE or ~/.cache/hire/features)", None)
-    cache_dtype: Literal["float16", "float32"] = option("stored feature precision (float16: half the space)",
-                                                        "float16")
-    max_length: AtLeast1 = option("maximum tokens per question or passage", 128)
-    batch_size: AtLeast1 = option("texts per encoder forward pass", 64)
-    mixed_precision: Literal["auto", "no", "bf16", "fp16"] = option(
-        "encoder forward precision; auto: bf16 where the hardware is fast at it", "auto")
-    device: str = option("cpu, cuda, cuda:1 ... for encoding and training (auto: cuda where there is one)", "auto")
     # training the learned scorers
     epochs: AtLeast1 = option("training epochs at most (early stopping on dev MAP usually ends sooner)", 10)
     patience: AtLeast1 = option("epochs without a better dev MAP before a feature set stops", 2)
@@ -131,11 +126,9 @@ def options_from_args(args: RankProbeCommand) -> RankProbeOptions:
     probe_cli.check_results_dir(args.output_dir)
     from hire.ranking.frozen import FitSettings, RankProbeOptions
 
-    cache_dir = probe_cli.feature_cache(args.cache_dir)
     if args.device not in ("auto", "cpu") and not args.device.startswith("cuda"):
         raise ConfigError(f"--device {args.device}: expected cpu, cuda, cuda:N or auto")
-    device = probe_cli.resolve_device(args.device)
-    precision = probe_cli.forward_precision(args.mixed_precision, device)
+    cache_dir, device, precision = args.encoding()
     probe_cli.check_encoders(encoders, "--encoders")
     fit = FitSettings(args.epochs, args.patience, args.lr, args.weight_decay, args.batch_questions, args.margin,
                       args.mlp_hidden, args.seed, device)
