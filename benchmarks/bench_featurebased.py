@@ -15,8 +15,12 @@ encoder's matrix products per padded sub-token (``l (4 d^2 + 2 d f)``, plus ``2 
 scores and values) and the tagger's training (3x the forward: LSTM ``2 dirs x 4 h (in + h)`` per word and layer,
 and the output layer). It bounds the speed-up a cache can give, whatever the machine.
 
-    python benchmarks/bench_featurebased.py [--sentences 2000] [--rows last,concat-last-4,last:128] \\
-        [--out benchmarks/results/cpu-2core-featurebased]
+``--encoder`` takes every spelling ``hire features`` takes (a hub name, a local folder, ``all-MiniLM-L6-v2``, a run
+or saved model folder, ``random:<encoder>`` for an untrained twin), resolved the same way
+(:func:`hire.probing.sources.resolve_source`).
+
+    python benchmarks/bench_featurebased.py [--encoder all-MiniLM-L6-v2] [--sentences 2000] \\
+        [--rows last,concat-last-4,last:128] [--out benchmarks/results/cpu-2core-featurebased]
 """
 
 from __future__ import annotations
@@ -28,22 +32,30 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from transformers import PreTrainedTokenizerBase
+
+sys.path.insert(0, str(Path(__file__).parent))  # run as a script or imported by the tests: its neighbours
 from bench_common import machine_info
 
+from hire.checks import ConfigError, check_output_folder
+from hire.config import check_max_length
 from hire.data.conll import read_conll2003, tag_names
+from hire.data.examples import DataError
 from hire.data.tokens import encode_tokens
 from hire.encoder import Encoder
+from hire.featurebased import ROWS
 from hire.featurebased.cache import WordFeatures, cached_features, encode_words, encoder_key
-from hire.featurebased.rows import FeatureRow
+from hire.featurebased.rows import FeatureRow, row_layers
 from hire.featurebased.tagger import IGNORE, BiLSTMTagger, gather
-from hire.model import load_tokenizer
-from hire.probing.sources import resolve_source
+from hire.probing.cli import check_encoders
+from hire.probing.sources import EncoderSource, encoder_config, resolve_source
 from hire.reporting import markdown_table
 
 
@@ -109,31 +121,76 @@ def paired_epoch(row_name: str, hidden: int, features: WordFeatures, num_tags: i
     return out
 
 
-def main() -> None:
+def parse_options(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--encoder", default="all-MiniLM-L6-v2")
+    parser.add_argument("--encoder", default="all-MiniLM-L6-v2",
+                        help="as hire features takes it: hub name, local folder, all-MiniLM-L6-v2, a run / saved "
+                             "model folder, or random:<encoder> (its untrained twin)")
     parser.add_argument("--sentences", type=int, default=2000, help="the first N CoNLL-2003 training sentences")
+    parser.add_argument("--data_dir", default=None, help="CoNLL-2003's folder (default: hire's, as hire features)")
     parser.add_argument("--rows", default="last,concat-last-4,last:128",
                         help="rows to time, comma-separated; ROW:H gives the BiLSTM H units per direction (default: d)")
     parser.add_argument("--batch_size", type=int, default=32, help="sentences per step")
     parser.add_argument("--max_length", type=int, default=128)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", default="benchmarks/results/cpu-2core-featurebased")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def parse_row_specs(text: str) -> list[tuple[str, int | None]]:
+    """``--rows``: ``ROW`` or ``ROW:H``, comma-separated -> (row, BiLSTM units or None for the encoder's width)."""
+    specs = []
+    for spec in (s.strip() for s in text.split(",")):
+        row, colon, units = spec.partition(":")
+        if row not in ROWS:
+            raise ConfigError(f"--rows: unknown row {row!r}; choose from {', '.join(ROWS)}")
+        if colon and not (units.isdigit() and int(units) >= 1):
+            raise ConfigError(f"--rows {spec}: BiLSTM units must be a whole number, at least 1")
+        specs.append((row, int(units) if colon else None))
+    return specs
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """Every option that needs no encoder, checked before anything is read or built."""
+    for option in ("sentences", "batch_size", "max_length"):
+        if getattr(args, option) < 1:
+            raise ConfigError(f"--{option} {getattr(args, option)}: must be at least 1")
+    args.row_specs = parse_row_specs(args.rows)
+    check_output_folder(args.out, "--out")
+    check_encoders([args.encoder])  # as hire features: every spelling it takes, random:<encoder> included
+
+
+def load_encoder(source: EncoderSource) -> tuple[Encoder, PreTrainedTokenizerBase, str]:
+    """What ``hire features`` reads from a resolved ``--encoder`` (:func:`hire.probing.sources.resolve_source`): the
+    encoder (eval mode; a ``random:`` twin's weights drawn under its fixed seed, never the trained ones), its
+    tokenizer for text given as words, and its cache key."""
+    return source.encoder(), source.tokenizer(words=True), encoder_key(source)
+
+
+def run(args: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any]:
+    check_options(args)
     started = time.perf_counter()
     load_before = os.getloadavg()
-    examples = read_conll2003(None, "train").examples[: args.sentences]
+    try:
+        examples = read_conll2003(args.data_dir, "train").examples[: args.sentences]
+    except DataError as err:  # the reader names the hire command's option; this script's is --data_dir
+        raise DataError(str(err).replace("--data.data_dir", "--data_dir")) from None
     names = tag_names(examples)
     ids = {t: i for i, t in enumerate(names)}
     tags = [[ids[t] for t in e.tags] for e in examples]
     source = resolve_source(args.encoder)
-    tokenizer = load_tokenizer(source.path, words=True)
-    encoder = Encoder.from_pretrained(source.path).eval()
+    config = encoder_config(source)  # checked before any weights are loaded or drawn
+    check_max_length(args.max_length, config, "--max_length")
+    for row, _ in args.row_specs:
+        try:
+            row_layers(row, config.num_hidden_layers + 1)
+        except ValueError as err:
+            raise ConfigError(f"--rows: {err}") from None
+    encoder, tokenizer, key = load_encoder(source)
     cache_dir = Path(tempfile.mkdtemp(prefix="bench-featurebased-"))
     try:
         t0 = time.perf_counter()
-        cache = cached_features(examples, tokenizer, encoder, encoder_key(args.encoder), cache_dir, "bench",
-                                args.max_length)
+        cache = cached_features(examples, tokenizer, encoder, key, cache_dir, "bench", args.max_length)
         cache_seconds = time.perf_counter() - t0
         rng = np.random.default_rng(args.seed)
         order = rng.permutation(len(examples)).tolist()
@@ -154,16 +211,15 @@ def main() -> None:
 
         words = int(cache.offsets[-1])
         records = []
-        for spec in args.rows.split(","):
-            row_name, _, units = spec.partition(":")
-            hidden = int(units) if units else encoder.hidden_size
+        for row_name, units in args.row_specs:
+            hidden = units or encoder.hidden_size
             row = FeatureRow(row_name, cache.hidden_size, cache.num_hidden_states)
             both = paired_epoch(row_name, hidden, cache, len(names), batches,
                                 {"cache": from_cache, "encoder_in_loop": from_encoder}, args.seed)
             cached, loop = both["cache"], both["encoder_in_loop"]
             ratios = np.array(loop["batch_seconds"]) / np.array(cached["batch_seconds"])
-            print(f"{spec}: from the cache {cached['seconds']:.1f} s, encoder in the loop {loop['seconds']:.1f} s",
-                  file=sys.stderr)
+            print(f"{row_name}:{hidden}: from the cache {cached['seconds']:.1f} s, encoder in the loop "
+                  f"{loop['seconds']:.1f} s", file=sys.stderr)
             tag_macs = tagger_macs(row, hidden, len(names), words)
             enc_macs = encoder_macs(encoder.config, windows)
             records.append({"row": row_name, "hidden": hidden, "cache": cached, "encoder_in_loop": loop,
@@ -173,16 +229,32 @@ def main() -> None:
                             "tagger_gmacs": tag_macs / 1e9, "encoder_gmacs": enc_macs / 1e9})
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
-    result = {"machine": machine_info(), "encoder": args.encoder, "sentences": len(examples), "words": words,
+    result = {"machine": machine_info(), "encoder": args.encoder, "encoder_source": source.describe(),
+              "sentences": len(examples), "words": words,
               "batch_size": args.batch_size, "max_length": args.max_length, "cache_write_seconds": cache_seconds,
               "load_average_before": load_before, "load_average_after": os.getloadavg(),
-              "command": "python " + " ".join(sys.argv), "minutes": (time.perf_counter() - started) / 60,
-              "records": records}
-    out = Path(args.out)
+              "command": " ".join(["python benchmarks/bench_featurebased.py", *argv]),
+              "minutes": (time.perf_counter() - started) / 60, "records": records}
+    out = Path(args.out).expanduser()
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(result, indent=1) + "\n")
     (out / "report.md").write_text(report(result))
     print(report(result))
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command: 0 when the benchmark ran, 2 (and one line on stderr, nothing written) for bad input."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_options(argv)
+    try:
+        run(args, argv)
+    except (ConfigError, DataError, OSError, ValueError) as err:
+        if os.environ.get("HIRE_DEBUG"):
+            raise
+        print(f"bench_featurebased: error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def report(r: dict[str, Any]) -> str:
@@ -217,4 +289,4 @@ def report(r: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -190,7 +190,8 @@ def test_mlp_probe_learns_what_the_features_hold() -> None:
 
 def test_the_order_of_the_c_grid_never_changes_the_choice() -> None:
     """Classes so far apart that every C scores the same on the selection split: the smaller C wins the tie,
-    whatever order --c_grid gives the strengths in (cross-validation and the dev protocol alike)."""
+    whatever order --c_grid gives the strengths in (cross-validation, the dev protocol and a held-out tenth of
+    train alike), in the batched fitter and in the scikit-learn reference it is checked against."""
     rng = np.random.default_rng(3)
     y = np.arange(240) % 2
     a = rng.normal(size=(240, 2, 4, 4)).astype(np.float32)
@@ -199,16 +200,25 @@ def test_the_order_of_the_c_grid_never_changes_the_choice() -> None:
     features = {"train": (a[:160], None), "dev": (a[160:200], None), "test": (a[200:], None)}
     labels = {"train": y[:160], "dev": y[160:200], "test": y[200:]}
     folds = cv_folds(y, 3, False, 0)
-    runs = {}
+    no_test = {s: features[s] for s in ("train", "dev")}
+    no_test_labels = {s: labels[s] for s in ("train", "dev")}
+    runs, references = {}, {}
     for grid in ((0.01, 1.0, 10.0), (1.0, 0.01, 10.0), (10.0, 1.0, 0.01)):
         settings = ProbeSettings(folds=3, c_grid=grid)
         split = probe_feature_sets(features, labels, sets, ("accuracy",), False, settings)[0]
         cv = probe_feature_sets({"all": (a, None)}, {"all": y}, sets, ("accuracy",), False, settings, folds)[0]
         assert split["splits"]["dev"]["accuracy"] == 1.0 and cv["splits"]["cv"]["accuracy"] == 1.0  # a tie
         runs[grid] = (split, cv)
+        references[grid] = [reference_probe_feature_set(f, ls, sets[0], ("accuracy",), False, settings, fo)
+                            for f, ls, fo in ((features, labels, None), (no_test, no_test_labels, None),
+                                              ({"all": (a, None)}, {"all": y}, folds))]
     for split, cv in runs.values():
         assert split == runs[(0.01, 1.0, 10.0)][0] and cv == runs[(0.01, 1.0, 10.0)][1]
         assert split["chosen"] == [{"C": 0.01}] and cv["chosen"] == [{"C": 0.01}] * 3
+    for dev, tenth, cv in references.values():
+        assert [dev, tenth, cv] == references[(0.01, 1.0, 10.0)]
+        assert dev["splits"]["dev"]["accuracy"] == 1.0 and cv["splits"]["cv"]["accuracy"] == 1.0  # a tie
+        assert dev["chosen"] == tenth["chosen"] == [{"C": 0.01}] and cv["chosen"] == [{"C": 0.01}] * 3
 
 
 def test_the_mlp_trains_exactly_mlp_max_epochs_passes(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -179,12 +179,14 @@ class _Reference:
         return model
 
     def choose(self, x: np.ndarray, y: np.ndarray, x_sel: np.ndarray, y_sel: np.ndarray) -> tuple[float, Any]:
-        """The ``C`` whose fit on (x, y) scores best on the selection split, and that fit."""
+        """The ``C`` whose fit on (x, y) scores best on the selection split, and that fit. The grid is searched in
+        ascending order whatever order it was given in, as :mod:`hire.probing.fit` searches it, so that a tie
+        goes to the smaller C (stronger regularisation) in both."""
         best: tuple[float, float, Any] | None = None
-        for c in self.settings.c_grid:
+        for c in sorted(self.settings.c_grid):
             model = self.fit(x, y, c)
             score = scores(self.metrics, model.predict(x_sel), y_sel)["score"]
-            if best is None or score > best[0]:  # ties keep the smaller C (stronger regularisation)
+            if best is None or score > best[0]:  # strictly better: a tie keeps the smaller C, tried first
                 best = (score, c, model)
         assert best is not None
         return best[1], best[2]
