@@ -101,7 +101,7 @@ class Cell:
         self.mean, self.std = _num(data["mean"]), _num(data["std"])
         self.min, self.max = _num(data["min"]), _num(data["max"])
         self.scores = [Num(v) for _, v in sorted(data["scores"].items(), key=lambda kv: int(kv[0]))]
-        self.vs = Paired(data["vs_baseline"]) if data.get("vs_baseline") else None
+        self.vs = Paired(data["vs_baseline"]) if (data.get("vs_baseline") or {}).get("n") else None  # n=0: no pair yet
 
     @property
     def seeds(self) -> str:

@@ -154,7 +154,7 @@ def figure(path: Path, features: dict, fine: dict) -> None:
     fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(names) + 1.2))
     for i, (label, seeds, paper) in enumerate(names):
         dev = [v["dev"] for v in seeds.values()]
-        ax.scatter(dev, [i] * len(dev), color="tab:blue", s=18, label="ours, one seed" if i == 0 else None)
+        ax.scatter(dev, [i] * len(dev), color="tab:blue", s=18, label="ours (a dot per seed)" if i == 0 else None)
         if paper is not None:
             ax.scatter([paper], [i], marker="|", color="tab:red", s=200,
                        label="BERT-base (paper)" if label == names[0][0] else None)

@@ -3,20 +3,34 @@ through the real ``hire`` command (exit status 2, one line naming the fault, no 
 
 ``shared`` (a module-scoped fixture, offered to every test file by ``conftest.py``) holds the tiny encoder and
 three saved models; ``check_fails_cleanly`` runs one case in a fresh world, through :func:`hire.cli.main` in this
-process (``via`` "in-process": no interpreter and imports to pay per case) or as the real ``hire`` process
-(``via`` "subprocess", the slow run: what only a process shows, such as stray log lines on its stderr).
+process (``via`` "in-process": no interpreter and imports to pay per case) or as a real ``hire`` process (``via``
+"subprocess", the slow run: what only a process shows, such as its exit status, stray log lines or warnings on its
+stderr, a traceback at its exit).
+
+A real process per case would pay the interpreter and its imports (seconds) every time, so the slow run's cases
+run in processes forked from one that has imported them once (:class:`HireDriver`, ``tests/hire_driver.py``):
+each its own process, with its own file descriptors 1 and 2, exit status and teardown, and no state carried over
+from the case before; a case refused before torch is imported runs in a child of a driver that never imported
+torch, as in a fresh ``hire``. The first case of each command in a session (``hire train``, ``hire experiment``,
+...) also runs as a genuinely fresh process through the installed ``hire`` console script, and the two must agree
+(exit status, stdout, stderr; progress bars' timings aside): the entry point itself is exercised, and the forked
+processes are checked against it.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import io
 import json
 import os
+import re
+import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -112,8 +126,145 @@ def run_hire(args: list[str], cwd: Path, env: dict[str, str] | None = None,
              timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """``hire ARGS`` in a fresh process, offline."""
     return subprocess.run([sys.executable, "-m", "hire.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-                                                **(env or {})})
+                          timeout=timeout, env=process_env(env))
+
+
+def hire_script() -> list[str]:
+    """The installed ``hire`` console script (the real entry point), or ``python -m hire.cli`` where there is none."""
+    script = Path(sys.executable).parent / "hire"
+    found = str(script) if script.is_file() else shutil.which("hire")
+    return [found] if found else [sys.executable, "-m", "hire.cli"]
+
+
+def process_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment :func:`run_hire` gives ``hire``: this process's, offline, with ``env`` on top."""
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", **(env or {})}
+
+
+class HireDriver:
+    """A process that runs ``hire`` command lines, each in a child forked from it after its imports
+    (``tests/hire_driver.py``): a real process per command line (its exit status, its file descriptors 1 and 2,
+    its teardown) without an interpreter and its imports to pay each time. ``kind`` "light" has imported what every
+    command does and hands a command line that needs torch back (:meth:`run` gives None); "heavy" has imported torch
+    and transformers too. Stopped at exit."""
+
+    DRIVER = Path(__file__).with_name("hire_driver.py")
+
+    def __init__(self, env: dict[str, str], kind: str) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix=f"hire-driver-{kind}-"))
+        self.log = self.folder / "driver.log"
+        self.log.touch()
+        self.script = hire_script()
+        self.cases = 0
+        self.process = subprocess.Popen([sys.executable, str(self.DRIVER), str(self.log),
+                                         str(Path(self.script[0]).parent), kind], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=self.folder, env=env,
+                                        text=True, bufsize=1)
+        ready = self._answer()
+        imported = self.log.read_text(errors="replace")
+        if not ready.get("ready") or imported:  # an import that prints would show in every case of a real process
+            self.close()
+            raise RuntimeError(f"tests/hire_driver.py did not start cleanly: {imported[-3000:]}")
+
+    def _answer(self) -> dict:
+        line = self.process.stdout.readline() if self.process.stdout else ""
+        if not line:
+            raise RuntimeError(f"tests/hire_driver.py ended: {self.log.read_text(errors='replace')[-3000:]}")
+        return json.loads(line)
+
+    def run(self, args: list[str], cwd: Path, env: dict[str, str],
+            timeout: float = 300) -> subprocess.CompletedProcess[str] | None:
+        """``hire ARGS`` in ``cwd`` with exactly the environment ``env``, as :func:`run_hire` runs it; None where a
+        light driver's child was about to import torch (it stopped there, having written nothing)."""
+        self.cases += 1
+        out, err, reroute = (self.folder / f"{self.cases}.{end}" for end in ("out", "err", "reroute"))
+        out.touch()  # what a command killed before it began wrote: nothing
+        err.touch()
+        argv = [self.script[-1] if len(self.script) == 1 else "hire", *args]
+        case = {"argv": argv, "cwd": str(cwd), "env": env, "stdout": str(out), "stderr": str(err),
+                "reroute": str(reroute), "timeout": timeout}
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(case) + "\n")
+        self.process.stdin.flush()
+        answer = self._answer()
+        stdout, stderr = out.read_text(errors="replace"), err.read_text(errors="replace")
+        out.unlink()
+        err.unlink()
+        if reroute.exists():
+            reroute.unlink()
+            return None
+        if answer["timed_out"]:
+            raise subprocess.TimeoutExpired(["hire", *args], timeout, stdout, stderr)
+        return subprocess.CompletedProcess(["hire", *args], answer["returncode"], stdout, stderr)
+
+    def close(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        if self.process.stdout:
+            self.process.stdout.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def same_output(one: subprocess.CompletedProcess[str], other: subprocess.CompletedProcess[str]) -> bool:
+    """The same exit status, stdout and stderr, but for the timings of progress bars (``[00:00<00:00, 9.1it/s]``)."""
+    def steady(text: str) -> str:
+        return re.sub(r"\[[\d:]+<[^\]\r\n]*\]", "[time]", text)
+
+    return (one.returncode, steady(one.stdout), steady(one.stderr)) == (
+        other.returncode, steady(other.stdout), steady(other.stderr))
+
+
+_DRIVERS: dict[tuple[str, tuple[tuple[str, str], ...]], HireDriver] = {}
+_FRESH: set[str] = set()  # the commands already run as a fresh process in this session
+
+
+def _close_drivers() -> None:
+    while _DRIVERS:
+        _DRIVERS.popitem()[1].close()
+
+
+atexit.register(_close_drivers)
+
+
+def hire_driver(env: dict[str, str], kind: str) -> HireDriver:
+    """The session's :class:`HireDriver` of ``kind`` started with ``env`` (pytest's PYTEST_CURRENT_TEST aside),
+    started now if there is none."""
+    key = kind, tuple(sorted((k, v) for k, v in env.items() if k != "PYTEST_CURRENT_TEST"))  # pytest sets it per test
+    if key not in _DRIVERS:
+        _DRIVERS[key] = HireDriver(env, kind)
+    return _DRIVERS[key]
+
+
+def run_forked(args: list[str], cwd: Path, env: dict[str, str],
+               timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``hire ARGS`` in a process forked from the light driver, or from the heavy one where it needs torch."""
+    result = hire_driver(env, "light").run(args, cwd, env, timeout)
+    result = result or hire_driver(env, "heavy").run(args, cwd, env, timeout)
+    assert result is not None  # a heavy driver hands nothing back
+    return result
+
+
+def run_as_process(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``hire ARGS`` as a real process: forked from a :class:`HireDriver`; the first command line of each command in
+    the session also as a fresh process through the console script, which the forked one must match."""
+    if not hasattr(os, "fork"):  # no forking here: a fresh process each time
+        return run_hire(args, cwd, timeout=timeout)
+    env = process_env()
+    forked = run_forked(args, cwd, env, timeout)
+    if not args or args[0] in _FRESH:
+        return forked
+    _FRESH.add(args[0])
+    fresh = subprocess.run([*hire_script(), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                           env=env, stdin=subprocess.DEVNULL)
+    assert same_output(forked, fresh), (
+        f"the forked hire process differs from a fresh one:\nfresh ({fresh.returncode}): {fresh.stdout[-1500:]}"
+        f"{fresh.stderr[-1500:]}\nforked ({forked.returncode}): {forked.stdout[-1500:]}{forked.stderr[-1500:]}")
+    return fresh
 
 
 def call_hire(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -159,14 +310,14 @@ def via(request: pytest.FixtureRequest) -> str:
 def check_fails_cleanly(args: list[str], message: str, shared: dict[str, Path], tmp_path: Path,
                         via: str = "in-process") -> None:
     """Run one case in a fresh world under ``tmp_path``, ``via`` "in-process" (:func:`call_hire`) or "subprocess"
-    (:func:`run_hire`): exit status 2, one error line that contains ``message`` ({tmp}, {enc}, ... expanded), no
+    (:func:`run_as_process`): exit status 2, one error line that contains ``message`` ({tmp}, {enc}, ... expanded), no
     traceback, and nothing created, changed or removed."""
     if "/dev/full" in args and not (Path("/dev/full").exists() and stat.S_ISCHR(os.stat("/dev/full").st_mode)):
         pytest.skip("no /dev/full device here")
     write_world(tmp_path, shared["enc"])
     places = {"tmp": str(tmp_path), **{k: str(v) for k, v in shared.items()}}
     before = snapshot(tmp_path), snapshot(shared["root"])
-    result = (run_hire if via == "subprocess" else call_hire)([expand(a, places) for a in args], tmp_path)
+    result = (run_as_process if via == "subprocess" else call_hire)([expand(a, places) for a in args], tmp_path)
     lines = [line for line in result.stderr.splitlines() if line.strip()]  # progress bars aside, one line
     assert result.returncode == 2, result.stderr[-3000:]
     assert len(lines) <= 3, result.stderr[-3000:]

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from badinput import LABELS, TEXTS, check_fails_cleanly, run_hire, snapshot, table
+from badinput import LABELS, TEXTS, call_hire, check_fails_cleanly, run_hire, snapshot, table
 from safetensors.torch import load_file, save_file
 
 from hire.data import default_glue_dir
@@ -59,10 +59,10 @@ def world(shared: dict[str, Path]) -> dict[str, Path]:
     (data / "train.csv").write_text(table("sentence,label", rows))
     (data / "dev.csv").write_text(table("sentence,label", rows[:4]))
     run = root / "run"
-    trained = run_hire(["train", "--output_dir", str(run), "--data.task", "custom", "--data.train_file",
-                        str(data / "train.csv"), "--data.dev_file", str(data / "dev.csv"), "--model.encoder",
-                        str(shared["enc"]), "--model.head", "hire", "--train.mixed_precision", "no",
-                        "--train.max_steps", "2", "--train.batch_size", "4"], root)
+    trained = call_hire(["train", "--output_dir", str(run), "--data.task", "custom", "--data.train_file",
+                         str(data / "train.csv"), "--data.dev_file", str(data / "dev.csv"), "--model.encoder",
+                         str(shared["enc"]), "--model.head", "hire", "--train.mixed_precision", "no",
+                         "--train.max_steps", "2", "--train.batch_size", "4"], root)
     assert trained.returncode == 0, trained.stderr[-3000:]
     places = {**shared, "run": run, "legacy": _copy_run(run, root / "legacy", marker=False)}
     final = json.loads((run / "metrics.json").read_text())
