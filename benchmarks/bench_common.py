@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime
+import os
+import sys
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
+from hire.checks import ConfigError
 from hire.data import read_glue_split
 from hire.data.batching import Collator, LengthGroupedBatches, encode
+from hire.data.examples import DataError
 from hire.hardware import machine
 
 
@@ -55,3 +61,19 @@ def reset_accelerate() -> None:
 
     AcceleratorState._reset_state(True)
     GradientState._reset_state()
+
+
+def command_main(name: str, parse_options: Callable[[list[str]], argparse.Namespace],
+                 run: Callable[[argparse.Namespace, list[str]], Any], argv: Sequence[str] | None) -> int:
+    """A benchmark script's command: 0 when it ran, 2 (and one line on stderr naming the fault, nothing written)
+    for bad input; ``HIRE_DEBUG=1`` shows the traceback instead."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_options(argv)
+    try:
+        run(args, argv)
+    except (ConfigError, DataError, OSError, ValueError) as err:
+        if os.environ.get("HIRE_DEBUG"):
+            raise
+        print(f"{name}: error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+    return 0

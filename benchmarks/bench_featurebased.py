@@ -42,7 +42,7 @@ import torch.nn.functional as F
 from transformers import PreTrainedTokenizerBase
 
 sys.path.insert(0, str(Path(__file__).parent))  # run as a script or imported by the tests: its neighbours
-from bench_common import machine_info
+from bench_common import command_main, machine_info
 
 from hire.checks import ConfigError, check_output_folder
 from hire.config import check_max_length
@@ -245,16 +245,7 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command: 0 when the benchmark ran, 2 (and one line on stderr, nothing written) for bad input."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parse_options(argv)
-    try:
-        run(args, argv)
-    except (ConfigError, DataError, OSError, ValueError) as err:
-        if os.environ.get("HIRE_DEBUG"):
-            raise
-        print(f"bench_featurebased: error: {' '.join(str(err).split())}", file=sys.stderr)
-        return 2
-    return 0
+    return command_main("bench_featurebased", parse_options, run, argv)
 
 
 def report(r: dict[str, Any]) -> str:

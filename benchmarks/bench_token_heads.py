@@ -40,7 +40,7 @@ from transformers import AutoConfig
 from transformers.utils import logging as hf_logging
 
 sys.path.insert(0, str(Path(__file__).parent))  # run as a script or imported by the tests: its neighbours
-from bench_common import machine_info
+from bench_common import command_main, machine_info
 from bench_heads import autocast, step_flops
 
 from hire.checks import ConfigError, check_encoder, check_output_folder
@@ -440,16 +440,7 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command: 0 when the benchmark ran, 2 (and one line on stderr, nothing written) for bad input."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parse_options(argv)
-    try:
-        run(args, argv)
-    except (ConfigError, DataError, OSError, ValueError) as err:
-        if os.environ.get("HIRE_DEBUG"):
-            raise
-        print(f"bench_token_heads: error: {' '.join(str(err).split())}", file=sys.stderr)
-        return 2
-    return 0
+    return command_main("bench_token_heads", parse_options, run, argv)
 
 
 if __name__ == "__main__":
