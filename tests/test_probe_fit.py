@@ -47,13 +47,13 @@ def _features(n: int, classes: int, seed: int, d: int = 16) -> tuple[np.ndarray,
 
 
 def _compare(features: dict, labels: dict, metrics: tuple[str, ...], regression: bool, settings: ProbeSettings,
-             folds: list | None = None, tol: float = 1e-4) -> float:
-    """Every cell's score within TOLERANCE of scikit-learn's (``LogisticRegression(tol=tol)``); returns the share
-    of equal choices of C / alpha."""
+             folds: list | None = None) -> float:
+    """Every cell's score within TOLERANCE of scikit-learn's, both at ``settings.tol``; returns the share of equal
+    choices of C / alpha."""
     ours = probe_feature_sets(features, labels, SETS, metrics, regression, settings, folds)
     same = []
     for fs, mine in zip(SETS, ours, strict=True):
-        ref = reference_probe_feature_set(features, labels, fs, metrics, regression, settings, folds, tol)
+        ref = reference_probe_feature_set(features, labels, fs, metrics, regression, settings, folds)
         assert (mine["row"], mine["pooling"], mine["dim"]) == (ref["row"], ref["pooling"], ref["dim"])
         assert set(mine["splits"]) == set(ref["splits"]) and len(mine["chosen"]) == len(ref["chosen"])
         for split, values in ref["splits"].items():
@@ -72,11 +72,10 @@ def test_cross_validation_matches_scikit_learn(classes: int) -> None:
                     cv_folds(y, 3, False, 0)) >= 0.8
 
 
-def test_split_protocols_match_scikit_learn_on_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Both fitters run to their optimum (tolerance 1e-7): on a training split this small, the default tolerance
-    (1e-4, compared in the cross-validation test and on the committed grid) stops either a few borderline
+def test_split_protocols_match_scikit_learn_on_pairs() -> None:
+    """Both fitters run to their optimum (``ProbeSettings.tol`` 1e-7, passed to both): on a training split this
+    small, the default tolerance (1e-4, compared in the cross-validation test) stops either a few borderline
     predictions from the optimum, at different points."""
-    monkeypatch.setattr(fit, "TOL", 1e-7)
     a, y = _features(3100, 5, seed=7)
     b, _ = _features(3100, 5, seed=8)
     # evaluation splits of 800: one example is 0.125 points (both solvers stop at max |gradient| <= 1e-4, at
@@ -84,10 +83,35 @@ def test_split_protocols_match_scikit_learn_on_pairs(monkeypatch: pytest.MonkeyP
     parts = {"train": slice(0, 1500), "dev": slice(1500, 2300), "test": slice(2300, 3100)}
     features = {s: (a[r], b[r]) for s, r in parts.items()}
     labels = {s: y[r] for s, r in parts.items()}
-    settings = ProbeSettings()
-    assert _compare(features, labels, ("accuracy",), False, settings, tol=1e-7) >= 0.8  # C chosen on dev
+    settings = ProbeSettings(tol=1e-7)
+    assert _compare(features, labels, ("accuracy",), False, settings) >= 0.8  # C chosen on dev
     binary = {s: (labels[s] > 1).astype(np.int64) for s in ("train", "dev")}  # C chosen on a tenth of train
-    assert _compare({s: features[s] for s in binary}, binary, ("accuracy", "f1"), False, settings, tol=1e-7) >= 0.8
+    assert _compare({s: features[s] for s in binary}, binary, ("accuracy", "f1"), False, settings) >= 0.8
+
+
+def test_the_solver_stops_at_the_tolerance_it_is_given() -> None:
+    """``tol`` is the largest gradient entry a converged fit may leave: a tighter one takes more iterations and
+    lands closer to scikit-learn's optimum (coefficients at tol 1e-10)."""
+    from sklearn.linear_model import LogisticRegression
+
+    a, y = _features(400, 2, seed=5)
+    xs = torch.from_numpy(a[:, 1, POOLINGS.index("mean")])
+    mean, scale = standardise(xs)
+    xs = (xs - mean) / scale
+    rs = row_sets(xs, [np.arange(400)])
+    ref = LogisticRegression(C=1.0, tol=1e-10, max_iter=10000).fit(xs.double().numpy(), y)
+    errors = []
+    for tol in (1e-2, 1e-6):
+        fits = fit_logistic(xs, torch.from_numpy(y), torch.arange(2), rs, [0], [1.0], 1000, tol=tol)
+        assert bool(fits.converged.all())
+        ours = fits.logits(xs)[0].double().numpy()
+        errors.append(np.abs((ours[1] - ours[0]) - ref.decision_function(xs.double().numpy())).max())
+    assert errors[1] < errors[0] / 10, errors
+
+
+def test_a_tolerance_must_be_positive() -> None:
+    with pytest.raises(ConfigError, match="--tol 0"):
+        ProbeSettings(tol=0)
 
 
 def test_ridge_matches_ridge_cv_with_more_features_than_examples() -> None:

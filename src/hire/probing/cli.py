@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from hire.config import AtLeast1, ConfigError, Seed, ranged
+from hire.config import AtLeast1, ConfigError, Positive, Seed, ranged
 from hire.options import Command, folder_command, option, split_words, typed_command
 
 if TYPE_CHECKING:
@@ -155,7 +155,7 @@ def options_from_args(args: ProbeCommand) -> ProbeOptions:
     columns = [c.strip() for c in args.text_columns.split(",") if c.strip()]
     custom = CustomFiles(args.train_file, args.dev_file, args.test_file, columns, args.label_column, args.regression)
     probe = ProbeSettings(args.folds, positive_numbers("--c_grid", args.c_grid),
-                          positive_numbers("--alpha_grid", args.alpha_grid), args.seed, probe=args.probe)
+                          positive_numbers("--alpha_grid", args.alpha_grid), args.seed, tol=args.tol, probe=args.probe)
     return ProbeOptions(encoders, tasks, args.output_dir, labels, cache_dir, args.data_dir,
                         args.senteval_dir, custom, args.max_length, args.batch_size, precision, args.cache_dtype,
                         device, args.max_train_examples, args.max_eval_examples, probe, args.fit_threads,
@@ -250,6 +250,9 @@ class ProbeCommand(FeatureOptions, EncoderOptions):
     folds: AtLeast2 = option("cross-validation folds where a task has no split", 10)
     c_grid: str = option("logistic regression: inverse regularisation strengths to choose from, comma-separated",
                          "0.001,0.01,0.1,1")
+    tol: Positive = option("logistic regression: the solver stops when no gradient entry exceeds this "
+                           "(scikit-learn's tol; 1e-6 reaches the optimum, so scores no longer depend on the solver)",
+                           1e-4)
     alpha_grid: str = option("ridge regression: penalties to choose from by leave-one-out, comma-separated",
                              "0.1,1,10,100,1000,10000")
     seed: Seed = option("folds, held-out selection split, subsets", 0)

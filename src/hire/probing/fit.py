@@ -339,11 +339,11 @@ class _State:
         return -r
 
 
-def _solve(problems: _Problems, theta: Tensor, max_iter: int) -> tuple[Tensor, Tensor, Tensor]:
+def _solve(problems: _Problems, theta: Tensor, max_iter: int, tol: float = TOL) -> tuple[Tensor, Tensor, Tensor]:
     """Batched L-BFGS (memory :data:`HISTORY`, as SciPy's) with a strong-Wolfe line search, each problem with its
     own curvature pairs and steps, from ``theta`` (P, K, D + 1); a problem stops when the largest entry of its
-    gradient is at most :data:`TOL` (scikit-learn's rule) or after ``max_iter`` iterations, and its column then
-    leaves the products. Each iteration reads ``x`` twice: the direction's logits and the new gradient.
+    gradient is at most ``tol`` (scikit-learn's rule) or after ``max_iter`` iterations, and its column then leaves
+    the products. Each iteration reads ``x`` twice: the direction's logits and the new gradient.
     Hand-written: ``torch.optim.LBFGS`` minimises one function, and a sum of problems would share one line search
     and mix their curvature pairs. Returns theta, converged (P,) and iterations (P,)."""
     p_all, shape = theta.shape[0], theta.shape[1:]
@@ -355,7 +355,7 @@ def _solve(problems: _Problems, theta: Tensor, max_iter: int) -> tuple[Tensor, T
                 g.reshape(p_all, -1), z)
     slot = 0
     for it in range(max_iter + 1):
-        done = st.g.abs().amax(1) <= TOL
+        done = st.g.abs().amax(1) <= tol
         converged[st.ids[done]] = True
         if it == max_iter:
             done = torch.ones_like(done)
@@ -408,7 +408,7 @@ def _solve(problems: _Problems, theta: Tensor, max_iter: int) -> tuple[Tensor, T
 
 def fit_logistic(x: Tensor, y: Tensor, classes: Tensor, rs: RowSets, rowset: Sequence[int], c: Sequence[float],
                  max_iter: int, init: LogisticFits | None = None, preconditioner: Preconditioner | None = None,
-                 ) -> LogisticFits:
+                 tol: float = TOL) -> LogisticFits:
     """P logistic regressions on raw features ``x`` (N, D) with labels ``y`` (N,) (ids into ``classes``, the
     task's K classes): problem p fits row set ``rowset[p]`` of ``rs`` with inverse strength ``c[p]``, on the
     features standardised on those rows, as ``StandardScaler`` + ``LogisticRegression`` does. A fit sees only
@@ -446,7 +446,7 @@ def fit_logistic(x: Tensor, y: Tensor, classes: Tensor, rs: RowSets, rowset: Seq
             ok = torch.isfinite(b).all(1)  # a class the initial fit never saw: start that problem from zero
             theta[ok, :, :d] = (v * scale[:, None])[ok]
             theta[ok, :, d] = (b + (v * mean[:, None]).sum(-1))[ok]
-        theta, conv, its = _solve(problems, theta, max_iter)
+        theta, conv, its = _solve(problems, theta, max_iter, tol)
         v = theta[..., :d] / scale[:, None]
         b = theta[..., d] - (v * mean[:, None]).sum(-1)
         if k == 1:  # logits (0, z) of the two classes
@@ -482,7 +482,7 @@ class _LogisticSet:
     def fit(self, rs: RowSets, rowset: Sequence[int], c: Sequence[float], init: LogisticFits | None = None,
             ) -> LogisticFits:
         fits = fit_logistic(self.x, self.y, self.classes_t, rs, rowset, c, self.settings.max_iter, init,
-                            self.preconditioner)
+                            self.preconditioner, self.settings.tol)
         self.not_converged += int((~fits.converged).sum())
         return fits
 
