@@ -337,6 +337,18 @@ def test_time_budget_and_estimates(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert any(line.startswith("stopping before RTE__last-layer__seed1: it takes about 5 min") for line in said)
 
 
+def test_estimates_match_a_task_by_its_option_value_not_its_display_name(tmp_path: Path) -> None:
+    """A token or ranking task's record names it for display (CoNLL-2003, WikiQA) where the cell has the option's
+    value (conll2003, wikiqa): the estimate still comes from that record, not the default."""
+    (tmp_path / "ner.yaml").write_text(FAKE.replace("data.task: RTE", "data.task: conll2003"))
+    exp = load_experiment(tmp_path / "ner.yaml")
+    cell = next(c for c in exp.cells if c.head == "hire")
+    (tmp_path / "r.json").write_text(record_text(task="CoNLL-2003", head="hire", train_seconds=420,
+                                                 config={"data": {"task": "conll2003"}}))
+    estimates = Estimates.from_records(tmp_path, default_minutes=30)
+    assert cell.task == "conll2003" and estimates.known(cell) and estimates.seconds(cell) == 420
+
+
 def test_a_started_cell_is_estimated_from_its_own_pace(tmp_path: Path) -> None:
     """A started cell's time left is its seconds per step so far times the steps it has left: up to the median
     length of its task and head's records where it is short of that, else up to its step limit."""

@@ -221,12 +221,15 @@ class Estimates:
         steps: dict[tuple[str, str], list[int]] = {}
         for path in sorted(Path(folder).glob("*.json")):
             r = read_record(path)
+            # keyed as a cell names its task: the option's value (conll2003), not the record's display name
+            # (CoNLL-2003), which is the same only for GLUE's tasks
+            task = ((r.get("config") or {}).get("data") or {}).get("task") or r.get("task")
             seconds = r.get("wall_seconds") or r.get("train_seconds")
             if seconds:
-                groups.setdefault((r.get("task"), r.get("head")), []).append(
+                groups.setdefault((task, r.get("head")), []).append(
                     (device_of(r.get("machine")), r.get("mixed_precision"), float(seconds)))
             if r.get("steps"):
-                steps.setdefault((r.get("task"), r.get("head")), []).append(int(r["steps"]))
+                steps.setdefault((task, r.get("head")), []).append(int(r["steps"]))
         return cls(groups, 60 * default_minutes, device, steps)
 
     def known(self, cell: Cell) -> bool:
