@@ -25,7 +25,7 @@ from tiny import save_tiny_encoder
 
 from hire.cli import main
 from hire.experiments import cluster, loop
-from hire.experiments.cluster import CellJob, CellSpec, ClusterOptions, submit_experiment
+from hire.experiments.cluster import CellJob, CellSpec, ClusterOptions, interruptible, submit_experiment
 from hire.experiments.experiment import load_experiment
 from hire.experiments.jobs import job_file, job_states
 from hire.experiments.loop import run_experiment
@@ -192,7 +192,8 @@ def test_checkpoint_stops_training_and_requeues_the_same_cell(world: Path, tmp_p
     job = CellJob(spec)
     child = ("import sys, time\ntry:\n    print('ready', flush=True)\n    time.sleep(60)\n"
              "except KeyboardInterrupt:\n    sys.exit(130)\n")
-    job._proc = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE)
+    # started as run_cell starts `hire train`: Ctrl-C reaches it even where this test runs with SIGINT ignored
+    job._proc = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, preexec_fn=interruptible)
     assert job._proc.stdout is not None and job._proc.stdout.readline() == b"ready\n"
     delayed = job.checkpoint()
     assert isinstance(delayed, DelayedSubmission)

@@ -146,6 +146,13 @@ class CellSpec:
     executor: str
 
 
+def interruptible() -> None:
+    """In a child before it starts: Ctrl-C back to its default. A process started in the background by a shell
+    without job control (`cmd &` in a script, nohup) inherits SIGINT ignored, and Python then never raises
+    KeyboardInterrupt, so `hire train` would not stop at the preemption's Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class CellJob(Checkpointable):
     """One cell as a submitit job: train it with the plain loop's command, then write its record.
 
@@ -216,7 +223,7 @@ class CellJob(Checkpointable):
             sink.write(f"$ {shlex.join(spec.command)}\n".encode())
             sink.flush()
             self._proc = subprocess.Popen(list(spec.command), stdout=sink, stderr=subprocess.STDOUT,
-                                          env=child_env(), cwd=spec.cwd)
+                                          env=child_env(), cwd=spec.cwd, preexec_fn=interruptible)
         while (code := self._proc.poll()) is None:
             time.sleep(POLL_SECONDS)
         return code
