@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from dataclasses import replace
@@ -34,6 +35,7 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
+from hire.hardware import machine
 from hire.probing.classifiers import ProbeSettings, cv_folds, feature_sets, reference_probe_feature_set
 from hire.probing.features import FeatureSettings, default_cache_dir, split_features
 from hire.probing.fit import probe_feature_sets
@@ -73,11 +75,14 @@ def check_one(results: dict[str, Any], task_name: str, label: str, args: argpars
         rows = probe_feature_sets(features, labels, sets, task.metrics, task.regression, probe, folds, args.device)
     fit = time.perf_counter() - start
     tight = replace(probe, tol=args.reference_tol, max_iter=args.reference_max_iter)
-    start = time.perf_counter()
-    with threadpool_limits(1):
-        rows_tight = probe_feature_sets(features, labels, sets, task.metrics, task.regression, tight, folds,
-                                        args.device)
-    fit_tight = time.perf_counter() - start
+    if task.regression:  # ridge is solved in closed form: no tolerance, so the fit above is already the optimum
+        rows_tight, fit_tight = rows, fit
+    else:
+        start = time.perf_counter()
+        with threadpool_limits(1):
+            rows_tight = probe_feature_sets(features, labels, sets, task.metrics, task.regression, tight, folds,
+                                            args.device)
+        fit_tight = time.perf_counter() - start
     start = time.perf_counter()
     with threadpool_limits(1):
         refs = [reference_probe_feature_set(features, labels, fs, task.metrics, task.regression, tight, folds)
@@ -109,7 +114,7 @@ def check_one(results: dict[str, Any], task_name: str, label: str, args: argpars
             "tight_same_choices": float(np.mean([c["tight_same_choice"] for c in cells]))}
 
 
-def report(checks: list[dict[str, Any]], args: argparse.Namespace) -> str:
+def report(checks: list[dict[str, Any]], args: argparse.Namespace, where: dict[str, Any]) -> str:
     done = [c for c in checks if "cells" in c]
     tol, ref = args.tolerance, f"{args.reference_tol:g}"
     rows = [[c["task"], c["encoder"], str(len(c["cells"])), f"{c['max_tight_difference_points']:.2f}",
@@ -119,7 +124,8 @@ def report(checks: list[dict[str, Any]], args: argparse.Namespace) -> str:
              str(c["tight_sklearn_seconds"])] for c in done]
     ok = all(c["tight_over_tolerance"] == 0 for c in done)
     lines = ["# The batched probe fitter against scikit-learn, on the committed grid", "",
-             f"`{' '.join(['python', *sys.argv])}` on {args.device}, one thread. Scores in points (x 100); "
+             f"`{' '.join(['python', *sys.argv])}` on {args.device} ({where['cpu']}, {where['cpu_count']} cores, "
+             f"torch {where['torch']}), one thread. Scores in points (x 100); "
              f"tolerance {tol}.", "",
              f"- **Same features, tol {ref}**: every cell fitted by `hire.probing.fit` and by scikit-learn "
              f"(`StandardScaler` + `LogisticRegression`, or `RidgeCV`) on the same features, both at tol {ref} "
@@ -161,9 +167,29 @@ def main() -> int:
                         help="both fitters' tol for the same-features comparison (the optimum)")
     parser.add_argument("--reference_max_iter", type=int, default=10000)
     args = parser.parse_args()
+    try:
+        return check(args)
+    except (OSError, ValueError) as err:  # bad input (ConfigError, DataError are ValueErrors): one line
+        if os.environ.get("HIRE_DEBUG"):
+            raise
+        print(f"check_probe_fitter.py: error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+
+
+def check(args: argparse.Namespace) -> int:
+    if not args.reference_tol > 0 or args.reference_max_iter < 1:
+        raise ValueError(f"--reference_tol {args.reference_tol} / --reference_max_iter {args.reference_max_iter}: "
+                         "expected positive numbers")
+    if not args.tolerance >= 0:
+        raise ValueError(f"--tolerance {args.tolerance}: expected a number of points, 0 or more")
+    out, given = Path(args.out), Path(args.results)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{out}: not a folder (report.md and results.json go into it)")
+    if (out / "results.json").resolve() == given.resolve():
+        raise ValueError(f"{out}: holds the --results file {given}, which this would overwrite; choose another folder")
     torch.set_num_threads(1)
-    results = read_results(Path(args.results), "not a `hire probe` results file")
-    out = Path(args.out)
+    where = machine()
+    results = read_results(given, "not a `hire probe` results file")
     out.mkdir(parents=True, exist_ok=True)
     checks: list[dict[str, Any]] = []
     for task_name, record in results["tasks"].items():
@@ -178,9 +204,9 @@ def main() -> int:
                   f"{args.reference_tol:g}, {checks[-1]['max_difference_points']:.2f} against the committed score"),
                   file=sys.stderr, flush=True)
             # written after every check: a long run cut short keeps what it measured
-            (out / "results.json").write_text(json.dumps({"command": " ".join(sys.argv), "checks": checks},
-                                                         indent=2) + "\n")
-            (out / "report.md").write_text(report(checks, args))
+            (out / "results.json").write_text(json.dumps({"command": " ".join(sys.argv), "machine": where,
+                                                          "checks": checks}, indent=2) + "\n")
+            (out / "report.md").write_text(report(checks, args, where))
     print((out / "report.md").read_text() if checks else "nothing checked")
     return 0 if all(c.get("tight_over_tolerance", 0) == 0 for c in checks) else 1
 
