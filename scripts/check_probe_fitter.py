@@ -36,40 +36,21 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from hire.hardware import machine
-from hire.probing.classifiers import ProbeSettings, cv_folds, feature_sets, reference_probe_feature_set
-from hire.probing.features import FeatureSettings, default_cache_dir, split_features
+from hire.probing.classifiers import reference_probe_feature_set
+from hire.probing.features import default_cache_dir
 from hire.probing.fit import probe_feature_sets
-from hire.probing.grid import read_results
-from hire.probing.sources import fingerprint, resolve_source
-from hire.probing.tasks import CustomFiles, load_probe_task, subsample
+from hire.probing.grid import grid_task, read_results
 from hire.reporting import markdown_table
 
 
 def check_one(results: dict[str, Any], task_name: str, label: str, args: argparse.Namespace) -> dict[str, Any]:
-    config, record = results["config"], results["tasks"][task_name]
-    encoder = next(e for e in results["encoders"] if e["label"] == label)
-    try:
-        source = resolve_source(encoder["encoder"])
-        fp = fingerprint(source)["sha256"]
-    except (ValueError, OSError) as error:
-        return {"task": task_name, "encoder": label, "skipped": f"encoder not here: {error}"}
-    if fp != encoder["fingerprint"]:
-        return {"task": task_name, "encoder": label, "skipped": "other weights than the grid's (sha256 differs)"}
-    custom = CustomFiles(**config["custom"])
-    task = load_probe_task(task_name, config["data_dir"], config["senteval_dir"], custom)
-    probe = ProbeSettings(**{k: tuple(v) if isinstance(v, list) else v for k, v in config["probe"].items()})
-    task = subsample(task, config["max_train_examples"], config["max_eval_examples"], probe.seed)
-    settings = FeatureSettings(config["max_length"], 64, config["mixed_precision"], config["cache_dtype"],
-                               args.device)
-    start = time.perf_counter()
-    features = {}
-    for split, examples in task.splits.items():
-        f = split_features(source, fp, task.name, split, examples, settings, Path(args.cache_dir))
-        features[split] = (f.a, f.b)
-    encode = time.perf_counter() - start
-    labels = {s: task.labels(s) for s in task.splits}
-    folds = cv_folds(labels["all"], probe.folds, task.regression, probe.seed) if task.protocol == "cv" else None
-    sets = feature_sets(next(iter(features.values()))[0].shape[1])
+    record = results["tasks"][task_name]
+    grid = grid_task(results, task_name, label, args.cache_dir, args.device)
+    if isinstance(grid, str):
+        return {"task": task_name, "encoder": label, "skipped": grid}
+    task, probe, features, labels, folds, sets = (grid.task, grid.probe, grid.features, grid.labels, grid.folds,
+                                                  grid.sets)
+    encode = grid.encode_seconds
     start = time.perf_counter()
     with threadpool_limits(1):
         rows = probe_feature_sets(features, labels, sets, task.metrics, task.regression, probe, folds, args.device)
@@ -114,7 +95,8 @@ def check_one(results: dict[str, Any], task_name: str, label: str, args: argpars
             "tight_same_choices": float(np.mean([c["tight_same_choice"] for c in cells]))}
 
 
-def report(checks: list[dict[str, Any]], args: argparse.Namespace, where: dict[str, Any]) -> str:
+def report(checks: list[dict[str, Any]], args: argparse.Namespace,
+           commands: list[tuple[str, dict[str, Any] | None]]) -> str:
     done = [c for c in checks if "cells" in c]
     tol, ref = args.tolerance, f"{args.reference_tol:g}"
     rows = [[c["task"], c["encoder"], str(len(c["cells"])), f"{c['max_tight_difference_points']:.2f}",
@@ -123,9 +105,10 @@ def report(checks: list[dict[str, Any]], args: argparse.Namespace, where: dict[s
              str(c["fit_seconds"]), str(c["committed_fit_seconds"]), str(c["tight_fit_seconds"]),
              str(c["tight_sklearn_seconds"])] for c in done]
     ok = all(c["tight_over_tolerance"] == 0 for c in done)
+    runs = [f"`{command}`" + (f" on {m['cpu']}, {m['cpu_count']} cores, torch {m['torch']}" if m else
+                              " (machine not recorded)") for command, m in commands]
     lines = ["# The batched probe fitter against scikit-learn, on the committed grid", "",
-             f"`{' '.join(['python', *sys.argv])}` on {args.device} ({where['cpu']}, {where['cpu_count']} cores, "
-             f"torch {where['torch']}), one thread. Scores in points (x 100); "
+             "Made by " + "; then ".join(runs) + f", on {args.device}, one thread. Scores in points (x 100); "
              f"tolerance {tol}.", "",
              f"- **Same features, tol {ref}**: every cell fitted by `hire.probing.fit` and by scikit-learn "
              f"(`StandardScaler` + `LogisticRegression`, or `RidgeCV`) on the same features, both at tol {ref} "
@@ -176,6 +159,29 @@ def main() -> int:
         return 2
 
 
+def earlier(path: Path, args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[tuple[str, Any]]]:
+    """The checks already in OUT (a run adds to them: a (task, encoder) checked again is replaced) and the
+    commands that made them, each with its machine (None where an older file did not record one)."""
+    if not path.exists():
+        return [], []
+    try:
+        old = json.loads(path.read_text())
+        checks = list(old["checks"])
+        if "commands" in old:
+            commands = [(c["command"], c.get("machine")) for c in old["commands"]]
+        else:  # written before several runs could add to one folder
+            commands = [("python " + old["command"] if not old["command"].startswith("python") else old["command"],
+                         old.get("machine"))]
+    except (ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{path}: not a check_probe_fitter.py results file ({err}); move it away to start "
+                         "afresh") from None
+    for c in checks:
+        if c.get("reference_tol", args.reference_tol) != args.reference_tol:
+            raise ValueError(f"{path}: checked at --reference_tol {c['reference_tol']:g}, not "
+                             f"{args.reference_tol:g}; use another folder")
+    return checks, commands
+
+
 def check(args: argparse.Namespace) -> int:
     if not args.reference_tol > 0 or args.reference_max_iter < 1:
         raise ValueError(f"--reference_tol {args.reference_tol} / --reference_max_iter {args.reference_max_iter}: "
@@ -191,22 +197,29 @@ def check(args: argparse.Namespace) -> int:
     where = machine()
     results = read_results(given, "not a `hire probe` results file")
     out.mkdir(parents=True, exist_ok=True)
-    checks: list[dict[str, Any]] = []
+    command = " ".join(["python", *sys.argv])
+    checks, commands = earlier(out / "results.json", args)
+    commands.append((command, where))
     for task_name, record in results["tasks"].items():
         if args.task and task_name not in args.task:
             continue
         for label in record["results"]:
             if args.encoder and label not in args.encoder:
                 continue
-            checks.append(check_one(results, task_name, label, args))
+            checks = [c for c in checks if (c["task"], c["encoder"]) != (task_name, label)]
+            checks.append({**check_one(results, task_name, label, args), "reference_tol": args.reference_tol,
+                           "machine": where})
             print(f"{task_name} / {label}: " + (checks[-1].get("skipped") or
                   f"largest difference {checks[-1]['max_tight_difference_points']:.2f} points at tol "
                   f"{args.reference_tol:g}, {checks[-1]['max_difference_points']:.2f} against the committed score"),
                   file=sys.stderr, flush=True)
             # written after every check: a long run cut short keeps what it measured
-            (out / "results.json").write_text(json.dumps({"command": " ".join(sys.argv), "machine": where,
-                                                          "checks": checks}, indent=2) + "\n")
-            (out / "report.md").write_text(report(checks, args, where))
+            for name, text in (("results.json", json.dumps({"commands": [{"command": c, "machine": m}
+                                                                         for c, m in commands],
+                                                           "checks": checks}, indent=2) + "\n"),
+                               ("report.md", report(checks, args, commands))):
+                (out / f"{name}.part").write_text(text)  # then renamed: a kill never leaves half a file
+                os.replace(out / f"{name}.part", out / name)
     print((out / "report.md").read_text() if checks else "nothing checked")
     return 0 if all(c.get("tight_over_tolerance", 0) == 0 for c in checks) else 1
 

@@ -207,6 +207,54 @@ def run_probe(options: ProbeOptions) -> dict[str, Any]:
     return results
 
 
+@dataclass
+class GridTask:
+    """One (task, encoder) of a ``hire probe`` results file, ready to be fitted again: the task as the grid read
+    it, its probe settings, the features of every split (from the cache, or encoded again with the grid's
+    settings), labels, folds and feature sets. For the scripts that refit a committed grid (its check against
+    scikit-learn, its speed benchmark)."""
+
+    task: ProbeTask
+    probe: ProbeSettings
+    features: dict[str, tuple[np.ndarray, np.ndarray | None]]
+    labels: dict[str, np.ndarray]
+    folds: list[tuple[np.ndarray, np.ndarray]] | None
+    sets: list[Any]
+    encode_seconds: float
+
+
+def grid_task(results: dict[str, Any], task_name: str, label: str, cache_dir: str | Path, device: str = "cpu",
+              ) -> GridTask | str:
+    """The grid's ``task_name`` for its encoder ``label``, or why it cannot be had here (a string): the encoder
+    is not here, or not with the weights the grid names (its sha256)."""
+    config = results["config"]
+    encoder = next(e for e in results["encoders"] if e["label"] == label)
+    try:
+        source = resolve_source(encoder["encoder"])
+        fp = fingerprint(source)["sha256"]
+    except (ValueError, OSError) as error:
+        return f"encoder not here: {error}"
+    if fp != encoder["fingerprint"]:
+        return "other weights than the grid's (sha256 differs)"
+    probe = ProbeSettings(**{k: tuple(v) if isinstance(v, list) else v
+                             for k, v in _with_default_probe(config)["probe"].items()})
+    task = load_probe_task(task_name, config["data_dir"], config["senteval_dir"], CustomFiles(**config["custom"]),
+                           treebank=config.get("treebank"), seed=probe.seed)
+    task = subsample(task, config["max_train_examples"], config["max_eval_examples"], probe.seed)
+    settings = FeatureSettings(config["max_length"], 64, config["mixed_precision"], config["cache_dtype"], device)
+    start = time.perf_counter()
+    features = {}
+    for split, examples in task.splits.items():
+        f = split_features(source, fp, task.name, split, examples, settings, Path(cache_dir))
+        features[split] = (f.a, f.b)
+    encode = time.perf_counter() - start
+    source.release()
+    labels = {s: task.labels(s) for s in task.splits}
+    folds = cv_folds(labels["all"], probe.folds, task.regression, probe.seed) if task.protocol == "cv" else None
+    sets = feature_sets(next(iter(features.values()))[0].shape[1])
+    return GridTask(task, probe, features, labels, folds, sets, encode)
+
+
 @dataclass(frozen=True)
 class ResultsFormat:
     """What a lab command's ``results.json`` holds, so that one reader checks the file of every command that

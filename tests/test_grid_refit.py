@@ -1,0 +1,111 @@
+"""The scripts that refit a committed ``hire probe`` grid: ``scripts/check_probe_fitter.py`` (the batched fitter
+against scikit-learn on the grid's cells) and ``benchmarks/bench_probe_grid.py`` (the grid's fitting timed again),
+on a tiny grid made here by ``hire probe``; and :func:`hire.probing.grid.grid_task`, which both use."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from threadpoolctl import threadpool_limits
+from tiny import save_tiny_encoder
+
+from hire.cli import main
+from hire.data import default_glue_dir, read_glue_split, read_table
+from hire.probing.grid import GridTask, grid_task
+from hire.probing.tasks import default_senteval_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+MR, MRPC = default_senteval_dir() / "MR" / "all.tsv", default_glue_dir() / "MRPC" / "train.tsv"
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not (MR.is_file() and MRPC.is_file()), reason="no MR / MRPC data beside the repo")]
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A tiny grid (MR: cross-validation; MRPC: pairs, split) of a tiny encoder: its results.json and cache."""
+    texts = [e.text_a for e in read_table(MR, ["sentence"], "label")]
+    texts += [t for e in read_glue_split("MRPC", "train") for t in (e.text_a, e.text_b or "")]
+    root = tmp_path_factory.mktemp("grid")
+    encoder = save_tiny_encoder(root / "encoder", texts)
+    out, cache = root / "probe", root / "cache"
+    with threadpool_limits(1):
+        assert main(["probe", "--encoder", str(encoder), "--labels", "pre", "--task", "MR,MRPC",
+                     "--max_train_examples", "60", "--max_eval_examples", "30", "--folds", "3", "--c_grid", "0.1,1",
+                     "--cache_dir", str(cache), "--output_dir", str(out), "--mixed_precision", "no",
+                     "--device", "cpu", "--max_length", "48"]) == 0
+    return out / "results.json", cache
+
+
+def _script(path: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / path), *args], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}, timeout=600)
+
+
+def test_grid_task_gives_the_cached_features_or_says_why_not(grid: tuple[Path, Path]) -> None:
+    results_path, cache = grid
+    results = json.loads(results_path.read_text())
+    task = grid_task(results, "MRPC", "pre", cache)
+    assert isinstance(task, GridTask) and task.task.pair and task.folds is None
+    a, b = task.features["train"]
+    assert b is not None and a.shape[0] == 60 and len(task.sets) == 5 * 4
+    assert task.probe.c_grid == (0.1, 1.0) and task.probe.folds == 3
+    cv = grid_task(results, "MR", "pre", cache)
+    assert isinstance(cv, GridTask) and cv.folds is not None and len(cv.folds) == 3
+    results["encoders"][0]["fingerprint"] = "0" * 64  # the grid names other weights than the ones here
+    assert grid_task(results, "MR", "pre", cache) == "other weights than the grid's (sha256 differs)"
+    results["encoders"][0]["encoder"] = str(results_path.parent / "no-such-encoder")
+    assert str(grid_task(results, "MR", "pre", cache)).startswith("encoder not here")
+
+
+def test_the_fitter_check_passes_on_a_grid_and_adds_runs_to_its_folder(grid: tuple[Path, Path],
+                                                                       tmp_path: Path) -> None:
+    results_path, cache = grid
+    out = tmp_path / "check"
+    first = _script("scripts/check_probe_fitter.py", str(out), "--results", str(results_path), "--cache_dir",
+                    str(cache), "--task", "MR")
+    assert first.returncode == 0, first.stderr[-2000:]
+    second = _script("scripts/check_probe_fitter.py", str(out), "--results", str(results_path), "--cache_dir",
+                     str(cache), "--task", "MRPC")
+    assert second.returncode == 0, second.stderr[-2000:]
+    record = json.loads((out / "results.json").read_text())
+    assert [(c["task"], c["encoder"]) for c in record["checks"]] == [("MR", "pre"), ("MRPC", "pre")]
+    assert len(record["commands"]) == 2 and all(c["machine"]["cpu_count"] >= 1 for c in record["commands"])
+    assert all(c["tight_over_tolerance"] == 0 and len(c["cells"]) >= 20 for c in record["checks"])
+    report = (out / "report.md").read_text()
+    assert "--task MR`" in report and "--task MRPC`" in report and "on the same features: yes" in report
+
+    again = _script("scripts/check_probe_fitter.py", str(out), "--results", str(results_path), "--cache_dir",
+                    str(cache), "--task", "MR")  # a pair checked again replaces its check
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert [c["task"] for c in json.loads((out / "results.json").read_text())["checks"]] == ["MRPC", "MR"]
+
+    other = _script("scripts/check_probe_fitter.py", str(out), "--results", str(results_path), "--cache_dir",
+                    str(cache), "--task", "MR", "--reference_tol", "1e-5")  # not comparable with what is there
+    assert other.returncode == 2 and "--reference_tol" in other.stderr and "Traceback" not in other.stderr
+
+
+def test_the_grid_benchmark_times_both_fitters_task_by_task(grid: tuple[Path, Path], tmp_path: Path) -> None:
+    results_path, cache = grid
+    out = tmp_path / "bench"
+    run = _script("benchmarks/bench_probe_grid.py", str(out), "--results", str(results_path), "--cache_dir",
+                  str(cache))
+    assert run.returncode == 0, run.stderr[-2000:]
+    record = json.loads((out / "results.json").read_text())
+    timings = {t["task"]: t for t in record["timings"]}
+    assert set(timings) == {"MR", "MRPC"}
+    assert timings["MRPC"]["pair"] and timings["MRPC"]["widths"] == [4 * 32, 4 * 64, 4 * 96]
+    for t in timings.values():
+        assert t["batched_seconds"] > 0 and t["reference_seconds"] > 0 and t["max_difference_points"] >= 0
+    report = (out / "report.md").read_text()
+    assert "| MR | pre | cv |" in report and "Over the 2 (task, encoder) pairs timed with both" in report
+
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    for bad, message in ((["--task", "Nope"], "--task Nope"), (["--threads", "0"], "--threads 0")):
+        failed = _script("benchmarks/bench_probe_grid.py", str(out), "--results", str(results_path), *bad)
+        assert failed.returncode == 2 and message in failed.stderr and "Traceback" not in failed.stderr
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
