@@ -5,6 +5,7 @@ random encoder and its random: twin (and the report redrawn from results.json al
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from pathlib import Path
@@ -16,6 +17,7 @@ import torch
 from tiny import SPECIALS, tiny_bert_config
 from transformers import BertModel, BertTokenizerFast
 
+from hire.checks import ConfigError
 from hire.data.examples import TokenExample
 from hire.encoder import Encoder
 from hire.featurebased.cache import cached_features
@@ -29,6 +31,7 @@ from hire.probing.tokens import (
     control_labels,
     expected_layer,
     majority,
+    prepare,
     probe_layers,
     probe_task,
     selectivity,
@@ -338,3 +341,43 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(hire, encoder_dir: Path
     (out / "results.json").write_text(json.dumps({"command": "probe-tokens", "tasks": {}, "config": {"subword": "x"}}))
     assert hire([*base, "--tasks", "ud-upos", "--treebank", str(treebank)]) == 2
     assert "other options" in _error(capsys) and not cache.exists()
+
+
+def test_tol_reaches_the_solver_is_recorded_and_older_results_count_as_its_default(
+        hire, encoder_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    import hire.probing.fit as fit
+
+    seen: list[float] = []
+    solver = fit.fit_logistic
+
+    def spy(*args, **kwargs):
+        seen.append(args[9] if len(args) > 9 else kwargs["tol"])
+        return solver(*args, **kwargs)
+
+    monkeypatch.setattr(fit, "fit_logistic", spy)
+    rng = np.random.default_rng(0)
+    features = {s: rng.normal(size=(n, 2, 4)).astype(np.float16) for s, n in (("train", 40), ("dev", 20),
+                                                                             ("test", 20))}
+    labels = {s: rng.integers(0, 2, len(x)) for s, x in features.items()}
+    score = token_metrics(["a", "b"], "pos")
+    probe_layers(features, {"task": labels}, {"task": score}, FitSettings(c_grid=(0.1, 1.0), tol=1e-6))
+    assert seen == [1e-6] * 4  # two layers x two C
+
+    treebank, out = write_treebank(tmp_path / "tb"), tmp_path / "out"
+    run = TokenProbeRun(encoders=[str(encoder_dir)], tasks=["ud-upos"], output_dir=str(out), treebank=str(treebank))
+    config = run.config()
+    assert config["tol"] == 1e-4
+    out.mkdir()
+    older = {k: v for k, v in config.items() if k != "tol"}  # a results.json written before --tol existed
+    (out / "results.json").write_text(json.dumps({"command": "probe-tokens", "version": 1, "config": older,
+                                                  "encoders": [], "tasks": {}, "encoding": {}}))
+    results, _ = prepare(run)  # extended as probes made at the default
+    assert results["config"] == config
+    with pytest.raises(ConfigError, match="tol"):
+        prepare(dataclasses.replace(run, fit=FitSettings(tol=1e-6)))
+    before = (out / "results.json").read_text()
+    for value in ("0", "-1", "abc"):
+        assert hire(["probe-tokens", "--encoders", str(encoder_dir), "--tasks", "ud-upos", "--treebank",
+                     str(treebank), "--output_dir", str(out), "--tol", value]) == 2
+        assert "--tol" in _error(capsys)
+    assert (out / "results.json").read_text() == before

@@ -258,12 +258,13 @@ def token_metrics(tag_names: Sequence[str], column: str) -> Callable[[np.ndarray
 
 @dataclass(frozen=True)
 class FitSettings:
-    """The logistic-regression probe: the ``C`` grid (chosen on dev by accuracy), L-BFGS's iteration limit and
-    where it runs."""
+    """The logistic-regression probe: the ``C`` grid (chosen on dev by accuracy), L-BFGS's iteration limit, where
+    it runs and its stopping tolerance."""
 
     c_grid: tuple[float, ...] = (0.001, 0.01, 0.1, 1.0)
     max_iter: int = 1000
     device: str = "cpu"
+    tol: float = 1e-4  # L-BFGS stops when no gradient entry exceeds this (scikit-learn's tol)
 
 
 def probe_layers(features: dict[str, np.ndarray], targets: dict[str, dict[str, np.ndarray]],
@@ -302,7 +303,7 @@ def probe_layers(features: dict[str, np.ndarray], targets: dict[str, dict[str, n
             fits: list[Any] = []
             for c in grid:  # each C's solver starts from the previous (smaller) C's solution
                 fits.append(fit_logistic(xs["train"], y, classes_t, rs, [0], [c], settings.max_iter,
-                                         fits[-1] if fits else None, pre))
+                                         fits[-1] if fits else None, pre, settings.tol))
             dev = [f.predict(xs["dev"], classes_t)[0].cpu().numpy() for f in fits]
             accuracy = [float(np.mean(p == labels["dev"])) if len(p) else 0.0 for p in dev]
             best = int(np.argmax(accuracy))  # the first best: ties keep the smaller C
@@ -356,7 +357,8 @@ class TokenProbeRun(WordEncoding):
         needs = {TASKS[t].source for t in self.tasks}
         return {"subword": self.subword, "deprel": self.deprel, "max_length": self.max_length,
                 "max_train_sentences": self.max_train_sentences, "max_eval_sentences": self.max_eval_sentences,
-                "c_grid": sorted(self.fit.c_grid), "max_iter": self.fit.max_iter, "seed": self.seed,
+                "c_grid": sorted(self.fit.c_grid), "max_iter": self.fit.max_iter, "tol": self.fit.tol,
+                "seed": self.seed,
                 "treebank": str(Path(self.treebank or default_ud_dir()).expanduser().resolve()) if "ud" in needs
                 else None,
                 "conll2003": str(Path(self.conll2003 or default_conll2003_dir()).expanduser().resolve())
@@ -406,8 +408,10 @@ def prepare(run: TokenProbeRun) -> tuple[dict[str, Any], dict[str, dict[str, Wor
         check_results_dir(run.cache_dir, "--cache_dir")
     config = run.config()
     earlier = None if run.overwrite else read_results(run.output_dir)
-    if earlier is not None and earlier.get("config") != config:
-        changed = sorted(k for k in config if earlier.get("config", {}).get(k) != config[k])
+    if earlier is not None:  # probes run before --tol existed stopped at its default
+        earlier["config"] = {**earlier.get("config", {}), "tol": earlier.get("config", {}).get("tol", FitSettings.tol)}
+    if earlier is not None and earlier["config"] != config:
+        changed = sorted(k for k in config if earlier["config"].get(k) != config[k])
         raise ConfigError(f"--output_dir {run.output_dir}: holds probes run with other options ({', '.join(changed)});"
                           " use another folder, the same options, or --overwrite")
     check_encoder_specs(run.encoders)
@@ -622,7 +626,8 @@ def write_report(results: dict[str, Any], out: str | Path) -> str:
     cfg = results["config"]
     parts = ["# Token probes", "",
              f"A multinomial logistic regression per hidden state on each word's {cfg['subword']} sub-token "
-             f"vector, C chosen from {cfg['c_grid']} by dev token accuracy; scores x 100. Control: each word type "
+             f"vector, C chosen from {cfg['c_grid']} by dev token accuracy (L-BFGS to tol "
+             f"{cfg.get('tol', FitSettings.tol):g}); scores x 100. Control: each word type "
              f"mapped to a random tag drawn from the training tag distribution (seed {cfg['seed']}); selectivity = "
              "task accuracy - control accuracy. NER's macro F1 is per token, over the tags other than O.", "",
              *[f"- {e['label']}: {e['kind']} (key {e['key'][:12]})" for e in results["encoders"]], ""]
