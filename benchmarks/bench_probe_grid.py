@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -29,9 +28,8 @@ from bench_common import machine_info
 from threadpoolctl import threadpool_limits
 
 from hire.probing.classifiers import reference_probe_feature_set
-from hire.probing.features import default_cache_dir
 from hire.probing.fit import probe_feature_sets
-from hire.probing.grid import grid_task, read_results
+from hire.probing.grid import grid_pairs, grid_parser, grid_task, read_results, write_files
 from hire.reporting import markdown_table
 
 
@@ -108,15 +106,9 @@ def report(timings: list[dict[str, Any]], commands: list[dict[str, Any]]) -> str
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", help="folder for report.md and results.json (a later run adds to them)")
-    parser.add_argument("--results", default="experiments/probe-minilm/results.json")
-    parser.add_argument("--task", action="append", default=[], help="only these tasks (repeatable)")
-    parser.add_argument("--encoder", action="append", default=[], help="only these encoder labels (repeatable)")
-    parser.add_argument("--device", default="cpu", help="the batched fitter's device")
+    parser = grid_parser(__doc__, "folder for report.md and results.json (a later run adds to them)")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads for both fitters")
     parser.add_argument("--skip_reference", action="store_true", help="time the batched fitter only")
-    parser.add_argument("--cache_dir", default=str(default_cache_dir()))
     args = parser.parse_args()
     out = Path(args.out)
     try:
@@ -125,10 +117,7 @@ def main() -> int:
         if out.exists() and not out.is_dir():
             raise ValueError(f"{out}: not a folder")
         results = read_results(Path(args.results), "not a `hire probe` results file")
-        unknown = sorted(set(args.task) - set(results["tasks"]))
-        if unknown:
-            raise ValueError(f"--task {', '.join(unknown)}: not in {args.results} (it has "
-                             f"{', '.join(results['tasks'])})")
+        pairs = grid_pairs(results, args.task, args.encoder)
         timings: list[dict[str, Any]] = []
         commands: list[dict[str, Any]] = []
         if (out / "results.json").exists():
@@ -143,21 +132,14 @@ def main() -> int:
     torch.set_num_threads(args.threads)
     out.mkdir(parents=True, exist_ok=True)
     commands.append({"command": " ".join(["python", *sys.argv]), "machine": machine_info(), "threads": args.threads})
-    for task_name, record in results["tasks"].items():
-        if args.task and task_name not in args.task:
-            continue
-        for label in record["results"]:
-            if args.encoder and label not in args.encoder:
-                continue
-            timing = time_one(results, task_name, label, args)
-            timings = [t for t in timings if (t["task"], t["encoder"]) != (task_name, label)] + [timing]
-            print(f"{task_name} / {label}: " + (timing.get("skipped") or
-                  f"batched {timing['batched_seconds']} s, scikit-learn {timing.get('reference_seconds', '-')} s"),
-                  file=sys.stderr, flush=True)
-            for name, text in (("results.json", json.dumps({"commands": commands, "timings": timings}, indent=2)
-                                + "\n"), ("report.md", report(timings, commands))):
-                (out / f"{name}.part").write_text(text)  # then renamed: a kill never leaves half a file
-                os.replace(out / f"{name}.part", out / name)
+    for task_name, label in pairs:
+        timing = time_one(results, task_name, label, args)
+        timings = [t for t in timings if (t["task"], t["encoder"]) != (task_name, label)] + [timing]
+        print(f"{task_name} / {label}: " + (timing.get("skipped") or
+              f"batched {timing['batched_seconds']} s, scikit-learn {timing.get('reference_seconds', '-')} s"),
+              file=sys.stderr, flush=True)
+        write_files(out, {"results.json": json.dumps({"commands": commands, "timings": timings}, indent=2) + "\n",
+                          "report.md": report(timings, commands)})
     print((out / "report.md").read_text() if timings else "nothing timed")
     return 0
 

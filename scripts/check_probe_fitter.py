@@ -37,9 +37,8 @@ from threadpoolctl import threadpool_limits
 
 from hire.hardware import machine
 from hire.probing.classifiers import reference_probe_feature_set
-from hire.probing.features import default_cache_dir
 from hire.probing.fit import probe_feature_sets
-from hire.probing.grid import grid_task, read_results
+from hire.probing.grid import grid_pairs, grid_parser, grid_task, read_results, write_files
 from hire.reporting import markdown_table
 
 
@@ -138,13 +137,7 @@ def report(checks: list[dict[str, Any]], args: argparse.Namespace,
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", help="folder for report.md and results.json")
-    parser.add_argument("--results", default="experiments/probe-minilm/results.json")
-    parser.add_argument("--task", action="append", default=[], help="only these tasks (repeatable)")
-    parser.add_argument("--encoder", action="append", default=[], help="only these encoder labels (repeatable)")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--cache_dir", default=str(default_cache_dir()))
+    parser = grid_parser(__doc__, "folder for report.md and results.json")
     parser.add_argument("--tolerance", type=float, default=0.3, help="points")
     parser.add_argument("--reference_tol", type=float, default=1e-6,
                         help="both fitters' tol for the same-features comparison (the optimum)")
@@ -196,30 +189,24 @@ def check(args: argparse.Namespace) -> int:
     torch.set_num_threads(1)
     where = machine()
     results = read_results(given, "not a `hire probe` results file")
+    pairs = grid_pairs(results, args.task, args.encoder)
     out.mkdir(parents=True, exist_ok=True)
     command = " ".join(["python", *sys.argv])
     checks, commands = earlier(out / "results.json", args)
     commands.append((command, where))
-    for task_name, record in results["tasks"].items():
-        if args.task and task_name not in args.task:
-            continue
-        for label in record["results"]:
-            if args.encoder and label not in args.encoder:
-                continue
-            checks = [c for c in checks if (c["task"], c["encoder"]) != (task_name, label)]
-            checks.append({**check_one(results, task_name, label, args), "reference_tol": args.reference_tol,
-                           "machine": where})
-            print(f"{task_name} / {label}: " + (checks[-1].get("skipped") or
-                  f"largest difference {checks[-1]['max_tight_difference_points']:.2f} points at tol "
-                  f"{args.reference_tol:g}, {checks[-1]['max_difference_points']:.2f} against the committed score"),
-                  file=sys.stderr, flush=True)
-            # written after every check: a long run cut short keeps what it measured
-            for name, text in (("results.json", json.dumps({"commands": [{"command": c, "machine": m}
-                                                                         for c, m in commands],
-                                                           "checks": checks}, indent=2) + "\n"),
-                               ("report.md", report(checks, args, commands))):
-                (out / f"{name}.part").write_text(text)  # then renamed: a kill never leaves half a file
-                os.replace(out / f"{name}.part", out / name)
+    for task_name, label in pairs:
+        checks = [c for c in checks if (c["task"], c["encoder"]) != (task_name, label)]
+        checks.append({**check_one(results, task_name, label, args), "reference_tol": args.reference_tol,
+                       "machine": where})
+        print(f"{task_name} / {label}: " + (checks[-1].get("skipped") or
+              f"largest difference {checks[-1]['max_tight_difference_points']:.2f} points at tol "
+              f"{args.reference_tol:g}, {checks[-1]['max_difference_points']:.2f} against the committed score"),
+              file=sys.stderr, flush=True)
+        # written after every check: a long run cut short keeps what it measured
+        write_files(out, {"results.json": json.dumps({"commands": [{"command": c, "machine": m}
+                                                              for c, m in commands], "checks": checks},
+                                                            indent=2) + "\n",
+                          "report.md": report(checks, args, commands)})
     print((out / "report.md").read_text() if checks else "nothing checked")
     return 0 if all(c.get("tight_over_tolerance", 0) == 0 for c in checks) else 1
 

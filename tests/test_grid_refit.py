@@ -87,6 +87,9 @@ def test_the_fitter_check_passes_on_a_grid_and_adds_runs_to_its_folder(grid: tup
     other = _script("scripts/check_probe_fitter.py", str(out), "--results", str(results_path), "--cache_dir",
                     str(cache), "--task", "MR", "--reference_tol", "1e-5")  # not comparable with what is there
     assert other.returncode == 2 and "--reference_tol" in other.stderr and "Traceback" not in other.stderr
+    nobody = _script("scripts/check_probe_fitter.py", str(tmp_path / "elsewhere"), "--results", str(results_path),
+                     "--encoder", "nobody")
+    assert nobody.returncode == 2 and "--encoder nobody" in nobody.stderr and not (tmp_path / "elsewhere").exists()
 
 
 def test_the_grid_benchmark_times_both_fitters_task_by_task(grid: tuple[Path, Path], tmp_path: Path) -> None:

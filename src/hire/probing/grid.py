@@ -255,6 +255,44 @@ def grid_task(results: dict[str, Any], task_name: str, label: str, cache_dir: st
     return GridTask(task, probe, features, labels, folds, sets, encode)
 
 
+def grid_parser(doc: str, out_help: str) -> Any:
+    """The ``argparse`` parser of a script that refits a committed grid: OUT, then ``--results``, ``--task``,
+    ``--encoder``, ``--device`` and ``--cache_dir``; the script adds its own options."""
+    import argparse
+
+    from hire.probing.features import default_cache_dir
+
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("out", help=out_help)
+    parser.add_argument("--results", default="experiments/probe-minilm/results.json", help="the grid's results.json")
+    parser.add_argument("--task", action="append", default=[], help="only these tasks (repeatable)")
+    parser.add_argument("--encoder", action="append", default=[], help="only these encoder labels (repeatable)")
+    parser.add_argument("--device", default="cpu", help="the batched fitter's device")
+    parser.add_argument("--cache_dir", default=str(default_cache_dir()))
+    return parser
+
+
+def grid_pairs(results: dict[str, Any], tasks: list[str], encoders: list[str]) -> list[tuple[str, str]]:
+    """The grid's (task, encoder label) pairs in its order, only ``tasks`` and ``encoders`` where given;
+    ValueError naming ``--task`` or ``--encoder`` where one is not in the grid."""
+    labels = [e["label"] for e in results["encoders"]]
+    for option, given, known in (("--task", tasks, list(results["tasks"])), ("--encoder", encoders, labels)):
+        unknown = [g for g in given if g not in known]
+        if unknown:
+            raise ValueError(f"{option} {', '.join(unknown)}: not in the grid (it has {', '.join(known)})")
+    return [(name, label) for name, record in results["tasks"].items() if not tasks or name in tasks
+            for label in record["results"] if not encoders or label in encoders]
+
+
+def write_files(out: Path, files: dict[str, str]) -> None:
+    """Each ``name -> text`` written under ``out`` through a temporary file and a rename: a kill never leaves
+    half a file, and what an earlier run wrote stays until its replacement is whole."""
+    for name, text in files.items():
+        part = out / f"{name}.part"
+        part.write_text(text)
+        os.replace(part, out / name)
+
+
 @dataclass(frozen=True)
 class ResultsFormat:
     """What a lab command's ``results.json`` holds, so that one reader checks the file of every command that
