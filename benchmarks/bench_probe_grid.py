@@ -79,7 +79,10 @@ def report(timings: list[dict[str, Any]], commands: list[dict[str, Any]]) -> str
              ratio(t["reference_seconds"], t["batched_seconds"]) if "reference_seconds" in t else "-",
              f"{t['max_difference_points']:.2f}" if "max_difference_points" in t else "-",
              str(t["committed_fit_seconds"]), str(t["committed_encode_seconds"])] for t in done]
-    lines = ["# A committed probe grid's fitting, timed again: scikit-learn against the batched fitter", ""]
+    last = commands[-1]["machine"]
+    lines = ["# A committed probe grid's fitting, timed again: scikit-learn against the batched fitter", "",
+             f"Machine: {last.get('cpu', '?')}, {last.get('cores', '?')} cores, {commands[-1]['threads']} thread(s) "
+             f"for both fitters; torch {last.get('torch', '?')} (each run below names its own).", ""]
     lines += [f"- `{c['command']}`: {c['machine'].get('cpu', '?')}, {c['machine'].get('cores', '?')} cores, torch "
               f"{c['machine'].get('torch', '?')}, {c['threads']} thread(s), {c['machine'].get('date', '?')}"
               for c in commands]

@@ -106,7 +106,10 @@ def report(checks: list[dict[str, Any]], args: argparse.Namespace,
     ok = all(c["tight_over_tolerance"] == 0 for c in done)
     runs = [f"`{command}`" + (f" on {m['cpu']}, {m['cpu_count']} cores, torch {m['torch']}" if m else
                               " (machine not recorded)") for command, m in commands]
+    known = [m for _, m in commands if m]
     lines = ["# The batched probe fitter against scikit-learn, on the committed grid", "",
+             *([f"Machine: {known[-1]['cpu']}, {known[-1]['cpu_count']} cores, one thread; torch "
+                f"{known[-1]['torch']} (the latest run; each run below names its own).", ""] if known else []),
              "Made by " + "; then ".join(runs) + f", on {args.device}, one thread. Scores in points (x 100); "
              f"tolerance {tol}.", "",
              f"- **Same features, tol {ref}**: every cell fitted by `hire.probing.fit` and by scikit-learn "
