@@ -18,7 +18,15 @@ from hire.probing.classifiers import (
     feature_sets,
     reference_probe_feature_set,
 )
-from hire.probing.fit import Preconditioner, chunks, fit_logistic, probe_feature_sets, row_sets, standardise
+from hire.probing.fit import (
+    Preconditioner,
+    chunks,
+    fit_logistic,
+    fit_ridge,
+    probe_feature_sets,
+    row_sets,
+    standardise,
+)
 from hire.probing.pooling import POOLINGS
 
 SETS = feature_sets(3)  # 3 hidden states and 2 concatenations, 4 poolings each: widths 16, 32, 48 (x 4 for pairs)
@@ -273,3 +281,24 @@ def test_bad_probe_settings_name_the_option() -> None:
         ProbeSettings(probe="svm")
     with pytest.raises(ConfigError, match="--mlp_dropout"):
         ProbeSettings(mlp_dropout=1.0)
+
+
+@pytest.mark.parametrize("width", [30, 90])  # fewer features than examples (eigendecomposition), more (kernel)
+def test_ridge_alpha_and_predictions_are_ridge_cvs(width: int) -> None:
+    """Both closed forms of :func:`fit_ridge` against ``RidgeCV`` on the same standardised features: the chosen
+    alpha of each set, and predictions on other rows to float64 accuracy."""
+    from sklearn.linear_model import RidgeCV
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(width)
+    alphas = (0.1, 1.0, 10.0, 100.0, 1000.0)
+    x = rng.normal(size=(3, 60 + 40, width)) @ rng.normal(size=(3, width, width)) * 0.3 + 2.0
+    y = x[0, :, :4].sum(1) + rng.normal(size=100)
+    probe, best = fit_ridge(torch.from_numpy(x[:, :60]).float(), torch.from_numpy(y[:60]).float(), alphas)
+    ours = probe.predict(torch.from_numpy(x[:, 60:]).float())[:, 0].double().numpy()
+    for i in range(3):
+        scaler = StandardScaler().fit(x[i, :60].astype(np.float32).astype(np.float64))
+        ref = RidgeCV(alphas=alphas).fit(scaler.transform(x[i, :60].astype(np.float32)), y[:60].astype(np.float32))
+        assert alphas[int(best[i])] == ref.alpha_
+        expected = ref.predict(scaler.transform(x[i, 60:].astype(np.float32)))
+        assert np.abs(ours[i] - expected).max() < 1e-3 * (1 + np.abs(expected).max())

@@ -550,14 +550,53 @@ class _LogisticSet:
 # --- ridge regression ---------------------------------------------------------------------------------------------
 
 
+def _gram(z: Tensor, rows: bool) -> Tensor:
+    """``z z^T`` (``rows``) or ``z^T z`` of each matrix of ``z`` (S, N, D). On the CPU through NumPy, whose product
+    of a matrix with its own transpose is one symmetric rank-k update (half the multiply-adds of ``torch.bmm``)."""
+    if z.device.type != "cpu":
+        return torch.bmm(z, z.transpose(1, 2)) if rows else torch.bmm(z.transpose(1, 2), z)
+    return torch.from_numpy(np.stack([m @ m.T if rows else m.T @ m for m in z.numpy()]))
+
+
+def _eigh(a: Tensor) -> tuple[Tensor, Tensor]:
+    """Eigenvalues (ascending) and eigenvectors of the symmetric matrices ``a`` (S, M, M). On the CPU through
+    SciPy's LAPACK, faster there than ``torch.linalg.eigh`` on the CPUs we measured; elsewhere torch's."""
+    if a.device.type != "cpu":
+        return torch.linalg.eigh(a)
+    import scipy.linalg
+
+    pairs = [scipy.linalg.eigh(m, driver="evd", check_finite=False) for m in a.numpy()]
+    return torch.from_numpy(np.stack([w for w, _ in pairs])), torch.from_numpy(np.stack([v for _, v in pairs]))
+
+
+def _inverse_factor(a: Tensor) -> Tensor:
+    """``L^-1`` for the Cholesky factor ``L`` of the positive definite ``a`` (M, M): then ``a^-1 = L^-T L^-1``, its
+    diagonal the squared column norms of ``L^-1``. On the CPU through LAPACK's ``potrf`` and ``trtri`` (a third of
+    the work of a triangular solve against the identity, which is what torch offers)."""
+    if a.device.type != "cpu":
+        factor = torch.linalg.cholesky(a)
+        return torch.linalg.solve_triangular(factor, torch.eye(len(a), dtype=a.dtype, device=a.device), upper=False)
+    from scipy.linalg import lapack
+
+    factor, info = lapack.dpotrf(a.numpy(), lower=1, clean=1)
+    if info == 0:
+        factor, info = lapack.dtrtri(factor, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"ridge: the kernel matrix plus alpha is not positive definite (LAPACK {info})")
+    return torch.from_numpy(factor)
+
+
 def fit_ridge(x: Tensor, y: Tensor, alphas: Sequence[float]) -> tuple[LinearProbe, Tensor]:
     """Ridge regressions (S of them) on standardised ``x`` (S, N, D), ``alpha`` per set chosen from ``alphas`` by
     the mean squared leave-one-out error (the first of the grid on ties), as ``RidgeCV`` does; returns the
     probe and the index of each set's alpha. Float64: the eigenvalues of a Gram matrix span many decades.
 
-    With ``X`` centred and ``X^T X = V diag(l) V^T`` (or ``X X^T`` where D > N), the hat matrix of the model with
-    an unpenalised intercept has diagonal ``1/n + sum_j Z_ij^2 / (l_j + alpha)`` with ``Z = X V``, and the
-    leave-one-out residual is the residual over ``1 - h_ii``."""
+    ``X`` centred (the intercept unpenalised). Where D <= N, from ``X^T X = V diag(l) V^T``: the hat matrix has
+    diagonal ``1/n + sum_j Z_ij^2 / (l_j + alpha)`` with ``Z = X V``, for every alpha from one decomposition.
+    Where D > N, from the kernel ``K = X X^T``, one Cholesky factor of ``K + alpha I`` per alpha (cheaper than
+    decomposing K once for a grid of six): with ``c = (K + alpha I)^-1 y``, the residual is ``alpha c`` and the
+    hat diagonal ``1/n + 1 - alpha [(K + alpha I)^-1]_ii``, and ``W = X^T c``. The leave-one-out residual is the
+    residual over ``1 - h_ii``."""
     s, n, d = x.shape
     mean, scale = scaler(x)
     z = ((x - mean) / scale).double()
@@ -566,26 +605,31 @@ def fit_ridge(x: Tensor, y: Tensor, alphas: Sequence[float]) -> tuple[LinearProb
     yd = y.double()
     y_mean = yd.mean()
     yc = yd - y_mean  # (N,)
+    grid = torch.tensor(list(alphas), dtype=torch.float64, device=x.device)
+    rows = torch.arange(s, device=x.device)
     if d <= n:
-        lam, v = torch.linalg.eigh(torch.bmm(z.transpose(1, 2), z))  # (S, D), (S, D, D)
+        lam, v = _eigh(_gram(z, rows=False))  # (S, D), (S, D, D)
         lam = lam.clamp(min=0)
         proj = torch.bmm(z, v)  # (S, N, D): Z = X V
+        zty = torch.einsum("snj,n->sj", proj, yc)  # (S, J)
+        inv = 1.0 / (lam[:, None] + grid[None, :, None])  # (S, A, J)
+        fitted = torch.einsum("snj,saj->san", proj, inv * zty[:, None])  # (S, A, N): centred predictions
+        hat = 1.0 / n + torch.einsum("snj,saj->san", proj.pow(2), inv)
+        loo = ((yc - fitted) / (1 - hat)).pow(2).mean(2)  # (S, A)
+        best = loo.argmin(1)  # the first minimum
+        weight = torch.einsum("sdj,sj->sd", v, inv[rows, best] * zty)  # W = V diag(1 / (l + alpha)) V^T X^T y
     else:
-        lam, u = torch.linalg.eigh(torch.bmm(z, z.transpose(1, 2)))  # (S, N), (S, N, N)
-        lam = lam.clamp(min=0)
-        proj = u * lam.sqrt()[:, None]  # Z = U sqrt(l): the same Z Z^T, hence the same hat matrix
-    zty = torch.einsum("snj,n->sj", proj, yc)  # (S, J)
-    grid = torch.tensor(list(alphas), dtype=torch.float64, device=x.device)
-    inv = 1.0 / (lam[:, None] + grid[None, :, None])  # (S, A, J)
-    fitted = torch.einsum("snj,saj->san", proj, inv * zty[:, None])  # (S, A, N): centred predictions
-    hat = 1.0 / n + torch.einsum("snj,saj->san", proj.pow(2), inv)
-    loo = ((yc - fitted) / (1 - hat)).pow(2).mean(2)  # (S, A)
-    best = loo.argmin(1)  # the first minimum
-    rows = torch.arange(s, device=x.device)
-    if d <= n:  # W = V diag(1 / (l + alpha)) V^T X^T y
-        weight = torch.einsum("sdj,sj->sd", v, inv[rows, best] * zty)
-    else:  # W = X^T U diag(1 / (l + alpha)) U^T y
-        weight = torch.einsum("snd,snj,sj->sd", z, u, inv[rows, best] * torch.einsum("snj,n->sj", u, yc))
+        kernel = _gram(z, rows=True)  # (S, N, N)
+        eye = torch.eye(n, dtype=torch.float64, device=x.device)
+        loo, duals = z.new_empty(s, len(alphas)), z.new_empty(s, len(alphas), n)
+        for i in range(s):
+            for a, alpha in enumerate(alphas):
+                inv_factor = _inverse_factor(kernel[i] + alpha * eye)
+                c = inv_factor.T @ (inv_factor @ yc)  # (K + alpha I)^-1 y
+                residual = alpha * c / (alpha * inv_factor.pow(2).sum(0) - 1.0 / n)
+                loo[i, a], duals[i, a] = residual.pow(2).mean(), c
+        best = loo.argmin(1)  # the first minimum
+        weight = torch.einsum("snd,sn->sd", z, duals[rows, best])  # W = X^T c
     bias = y_mean - (z_mean[:, 0] * weight).sum(1)  # (S,)
     w = weight.to(x.dtype)[:, None, :, None]  # (S, 1, D, 1)
     converged = torch.ones(s, 1, dtype=torch.bool, device=x.device)
