@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -65,6 +66,15 @@ def design_width(grid: Any, fs: Any) -> int:
     return len(fs.layers) * a.shape[3] * (1 if b is None else 4)
 
 
+def run_of(timing: dict[str, Any], commands: list[dict[str, Any]]) -> int | str:
+    """The number of the run that made ``timing``: recorded since runs were numbered, else the last run whose
+    command named its task."""
+    if "run" in timing:
+        return timing["run"]
+    named = [i for i, c in enumerate(commands, 1) if f"--task {timing['task']} " in c["command"] + " "]
+    return named[-1] if named else "-"
+
+
 def report(timings: list[dict[str, Any]], commands: list[dict[str, Any]]) -> str:
     done = [t for t in timings if "batched_seconds" in t]
     both = [t for t in done if "reference_seconds" in t]
@@ -78,14 +88,18 @@ def report(timings: list[dict[str, Any]], commands: list[dict[str, Any]]) -> str
              str(t["encode_seconds"]), str(t.get("reference_seconds", "-")), str(t["batched_seconds"]),
              ratio(t["reference_seconds"], t["batched_seconds"]) if "reference_seconds" in t else "-",
              f"{t['max_difference_points']:.2f}" if "max_difference_points" in t else "-",
-             str(t["committed_fit_seconds"]), str(t["committed_encode_seconds"])] for t in done]
+             str(t["committed_fit_seconds"]), str(t["committed_encode_seconds"]), str(run_of(t, commands))]
+            for t in done]
     last = commands[-1]["machine"]
     lines = ["# A committed probe grid's fitting, timed again: scikit-learn against the batched fitter", "",
              f"Machine: {last.get('cpu', '?')}, {last.get('cores', '?')} cores, {commands[-1]['threads']} thread(s) "
              f"for both fitters; torch {last.get('torch', '?')} (each run below names its own).", ""]
-    lines += [f"- `{c['command']}`: {c['machine'].get('cpu', '?')}, {c['machine'].get('cores', '?')} cores, torch "
+    lines += [f"{i}. `{c['command']}`: {c['machine'].get('cpu', '?')}, {c['machine'].get('cores', '?')} cores, torch "
               f"{c['machine'].get('torch', '?')}, {c['threads']} thread(s), {c['machine'].get('date', '?')}"
-              for c in commands]
+              + (f", load average before (1, 5, 15 min): {', '.join(map(str, c['load_average']))}"
+                 if "load_average" in c else "") for i, c in enumerate(commands, 1)]
+    lines += ["", "A load average near 2 before a run means another job shared the 2 cores: both fitters of a task "
+              "ran under the same load, one after the other, so their ratio holds better than their seconds."]
     lines += ["", "Both fitters at the grid's settings (C grid, tol, iterations, protocol), on the same features, "
               "one after the other. Seconds of fitting every feature set of the task; *committed*: the grid's own "
               "fitting time (scikit-learn, on the machine that made it). Largest difference: over every cell and "
@@ -95,7 +109,7 @@ def report(timings: list[dict[str, Any]], commands: list[dict[str, Any]]) -> str
               "s*: the grid's own encoding time, beside which fitting should not be slower.", ""]
     lines += markdown_table(["task", "encoder", "protocol", "examples", "feature widths", "features s",
                              "scikit-learn s", "batched s", "speed-up", "largest difference", "committed fit s",
-                             "committed encode s"], rows)
+                             "committed encode s", "run"], rows)
     if both:
         ref = sum(t["reference_seconds"] for t in both)
         new = sum(t["batched_seconds"] for t in both)
@@ -138,9 +152,10 @@ def main() -> int:
         return 2
     torch.set_num_threads(args.threads)
     out.mkdir(parents=True, exist_ok=True)
-    commands.append({"command": " ".join(["python", *sys.argv]), "machine": machine_info(), "threads": args.threads})
+    commands.append({"command": " ".join(["python", *sys.argv]), "machine": machine_info(), "threads": args.threads,
+                     "load_average": [round(v, 1) for v in os.getloadavg()]})
     for task_name, label in pairs:
-        timing = time_one(results, task_name, label, args)
+        timing = {**time_one(results, task_name, label, args), "run": len(commands)}
         timings = [t for t in timings if (t["task"], t["encoder"]) != (task_name, label)] + [timing]
         print(f"{task_name} / {label}: " + (timing.get("skipped") or
               f"batched {timing['batched_seconds']} s, scikit-learn {timing.get('reference_seconds', '-')} s"),
