@@ -119,7 +119,7 @@ def report(timings: list[dict[str, Any]], commands: list[dict[str, Any]]) -> str
         if cls and len(cls) < len(both):
             r2, n2 = sum(t["reference_seconds"] for t in cls), sum(t["batched_seconds"] for t in cls)
             lines += [f"Classification only (logistic regression): {r2:.0f} s against {n2:.0f} s: {ratio(r2, n2)}. "
-                      "Regression is ridge, where both solve the same eigendecomposition per feature set."]
+                      "Regression is ridge, in closed form in both, which cost what their matrix decompositions cost."]
         enc = sum(t["committed_encode_seconds"] for t in both)
         lines += [f"The grid's own encoding of these tasks took {enc:.0f} s on the machine that made it."]
     lines += [f"- skipped {t['task']} / {t['encoder']}: {t['skipped']}" for t in timings if "skipped" in t]
