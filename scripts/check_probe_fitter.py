@@ -157,17 +157,13 @@ def main() -> int:
 
 def earlier(path: Path, args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[tuple[str, Any]]]:
     """The checks already in OUT (a run adds to them: a (task, encoder) checked again is replaced) and the
-    commands that made them, each with its machine (None where an older file did not record one)."""
+    commands that made them, each with its machine (None where a run did not record one)."""
     if not path.exists():
         return [], []
     try:
         old = json.loads(path.read_text())
         checks = list(old["checks"])
-        if "commands" in old:
-            commands = [(c["command"], c.get("machine")) for c in old["commands"]]
-        else:  # written before several runs could add to one folder
-            commands = [("python " + old["command"] if not old["command"].startswith("python") else old["command"],
-                         old.get("machine"))]
+        commands = [(c["command"], c.get("machine")) for c in old["commands"]]
     except (ValueError, KeyError, TypeError) as err:
         raise ValueError(f"{path}: not a check_probe_fitter.py results file ({err}); move it away to start "
                          "afresh") from None
