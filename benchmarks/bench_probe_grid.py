@@ -6,12 +6,13 @@ the other, with the same threads.
 ``bench_probe_fit.py`` times synthetic features of one task's shape; this times the real grid, task by task, so
 that the speed-up is the grid's (pair tasks have four times wider feature sets, a regression task is ridge, and
 SST-2 has 67k sentences). The features come from the feature cache, or are encoded again with the grid's
-settings (the encoding time is recorded beside the fitting: fitting should be no slower). Each (task, encoder)
+settings. ``--time_encoding`` encodes each task again into an empty cache, timed, so that the fitting can be put
+beside the encoding on the same machine (issue 48: fitting should be no slower). Each (task, encoder)
 is written to OUT as it finishes; a later run adds to OUT (a pair timed again is replaced), so the grid can be
 timed in pieces, or in several processes with ``--task`` each, one after another.
 
     python benchmarks/bench_probe_grid.py OUT [--results experiments/probe-minilm/results.json] \\
-        [--task MR] [--encoder pre-trained] [--threads 1] [--skip_reference]
+        [--task MR] [--encoder pre-trained] [--threads 1] [--skip_reference | --time_encoding]
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -61,6 +63,16 @@ def time_one(results: dict[str, Any], task_name: str, label: str, args: argparse
     return out
 
 
+def time_encoding(results: dict[str, Any], task_name: str, label: str, threads: int) -> dict[str, Any]:
+    """The grid's encoding of ``task_name`` (every split, every hidden state) by ``label``, again, into an empty
+    temporary cache: seconds, with the grid's settings and ``threads`` CPU threads."""
+    with tempfile.TemporaryDirectory(prefix="bench-probe-grid-") as cache, threadpool_limits(threads):
+        grid = grid_task(results, task_name, label, cache, "cpu")
+    if isinstance(grid, str):
+        return {"skipped": grid}
+    return {"encode_here_seconds": round(grid.encode_seconds, 1)}
+
+
 def design_width(grid: Any, fs: Any) -> int:
     a, b = next(iter(grid.features.values()))
     return len(fs.layers) * a.shape[3] * (1 if b is None else 4)
@@ -85,10 +97,12 @@ def report(timings: list[dict[str, Any]], commands: list[dict[str, Any]]) -> str
     rows = [[t["task"], t["encoder"], t["protocol"] + (", pair" if t["pair"] else "")
              + (", ridge" if t["regression"] else ""),
              ", ".join(f"{k} {v}" for k, v in t["examples"].items()), f"{min(t['widths'])}-{max(t['widths'])}",
-             str(t["encode_seconds"]), str(t.get("reference_seconds", "-")), str(t["batched_seconds"]),
+             str(t["encode_seconds"]), str(t.get("encode_here_seconds", "-")),
+             str(t.get("reference_seconds", "-")), str(t["batched_seconds"]),
              ratio(t["reference_seconds"], t["batched_seconds"]) if "reference_seconds" in t else "-",
              f"{t['max_difference_points']:.2f}" if "max_difference_points" in t else "-",
-             str(t["committed_fit_seconds"]), str(t["committed_encode_seconds"]), str(run_of(t, commands))]
+             str(t["committed_fit_seconds"]), str(t["committed_encode_seconds"]),
+             str(run_of(t, commands)) + (f"; {t['encode_run']}" if "encode_run" in t else "")]
             for t in done]
     last = commands[-1]["machine"]
     lines = ["# A committed probe grid's fitting, timed again: scikit-learn against the batched fitter", "",
@@ -106,10 +120,13 @@ def report(timings: list[dict[str, Any]], commands: list[dict[str, Any]]) -> str
               "evaluation split, in points (x 100); at the grid's tol 1e-4 both solvers stop short of the optimum "
               "at their own points (`scripts/check_probe_fitter.py` compares them at the optimum). *Features s*: "
               "reading them from the cache here (or encoding them, where they were not cached); *committed encode "
-              "s*: the grid's own encoding time, beside which fitting should not be slower.", ""]
+              "s*: the grid's own encoding time (where another run had already cached a split's features, only the "
+              "rest); *encoded here s*: the same features encoded again on this machine into an empty cache "
+              "(`--time_encoding`, the grid's settings, the same threads), beside which fitting should not be "
+              "slower.", ""]
     lines += markdown_table(["task", "encoder", "protocol", "examples", "feature widths", "features s",
-                             "scikit-learn s", "batched s", "speed-up", "largest difference", "committed fit s",
-                             "committed encode s", "run"], rows)
+                             "encoded here s", "scikit-learn s", "batched s", "speed-up", "largest difference",
+                             "committed fit s", "committed encode s", "run (fitting; encoding)"], rows)
     if both:
         ref = sum(t["reference_seconds"] for t in both)
         new = sum(t["batched_seconds"] for t in both)
@@ -122,6 +139,14 @@ def report(timings: list[dict[str, Any]], commands: list[dict[str, Any]]) -> str
                       "Regression is ridge, in closed form in both, which cost what their matrix decompositions cost."]
         enc = sum(t["committed_encode_seconds"] for t in both)
         lines += [f"The grid's own encoding of these tasks took {enc:.0f} s on the machine that made it."]
+    here = [t for t in done if "encode_here_seconds" in t]
+    if here:
+        fit, enc = sum(t["batched_seconds"] for t in here), sum(t["encode_here_seconds"] for t in here)
+        slower = [t["task"] for t in here if t["batched_seconds"] > t["encode_here_seconds"]]
+        lines += [f"Fitting against encoding, both on this machine, over the {len(here)} (task, encoder) pairs encoded "
+                  f"here: the batched fitter {fit:.0f} s, encoding {enc:.0f} s: fitting "
+                  f"**{'no slower' if fit <= enc else 'slower'}** ({ratio(fit, enc)} the encoding's time)"
+                  + (f"; per task, fitting took longer than encoding on {', '.join(slower)}." if slower else ".")]
     lines += [f"- skipped {t['task']} / {t['encoder']}: {t['skipped']}" for t in timings if "skipped" in t]
     return "\n".join(lines) + "\n"
 
@@ -130,6 +155,9 @@ def main() -> int:
     parser = grid_parser(__doc__, "folder for report.md and results.json (a later run adds to them)")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads for both fitters")
     parser.add_argument("--skip_reference", action="store_true", help="time the batched fitter only")
+    parser.add_argument("--time_encoding", action="store_true",
+                        help="time encoding each task's features again into an empty cache (no fitting); the "
+                             "pair must have been timed before")
     args = parser.parse_args()
     out = Path(args.out)
     try:
@@ -141,12 +169,20 @@ def main() -> int:
         pairs = grid_pairs(results, args.task, args.encoder)
         timings: list[dict[str, Any]] = []
         commands: list[dict[str, Any]] = []
+        if args.time_encoding and args.skip_reference:
+            raise ValueError("--time_encoding and --skip_reference: give one (--time_encoding fits nothing)")
         if (out / "results.json").exists():
             try:
                 old = json.loads((out / "results.json").read_text())
                 timings, commands = list(old["timings"]), list(old["commands"])
             except (ValueError, KeyError, TypeError) as err:
                 raise ValueError(f"{out / 'results.json'}: not this benchmark's results ({err})") from None
+        if args.time_encoding:
+            untimed = [f"{t} / {e}" for t, e in pairs
+                       if not any((x["task"], x["encoder"]) == (t, e) and "batched_seconds" in x for x in timings)]
+            if untimed:
+                raise ValueError(f"--time_encoding: {', '.join(untimed)} not timed in {out} yet (time the "
+                                 "fitters first)")
     except (OSError, ValueError) as err:
         print(f"bench_probe_grid.py: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
@@ -155,10 +191,22 @@ def main() -> int:
     commands.append({"command": " ".join(["python", *sys.argv]), "machine": machine_info(), "threads": args.threads,
                      "load_average": [round(v, 1) for v in os.getloadavg()]})
     for task_name, label in pairs:
-        timing = {**time_one(results, task_name, label, args), "run": len(commands)}
+        if args.time_encoding:
+            timing = next(t for t in timings if (t["task"], t["encoder"]) == (task_name, label))
+            encoded = time_encoding(results, task_name, label, args.threads)
+            if "skipped" in encoded:
+                print(f"{task_name} / {label}: {encoded['skipped']}", file=sys.stderr, flush=True)
+                continue
+            timing = {**timing, **encoded, "encode_run": len(commands)}
+        else:
+            old = next((t for t in timings if (t["task"], t["encoder"]) == (task_name, label)), {})
+            timing = {**time_one(results, task_name, label, args), "run": len(commands)}
+            if "encode_here_seconds" in old:
+                timing.update(encode_here_seconds=old["encode_here_seconds"], encode_run=old["encode_run"])
         timings = [t for t in timings if (t["task"], t["encoder"]) != (task_name, label)] + [timing]
         print(f"{task_name} / {label}: " + (timing.get("skipped") or
-              f"batched {timing['batched_seconds']} s, scikit-learn {timing.get('reference_seconds', '-')} s"),
+              f"batched {timing['batched_seconds']} s, scikit-learn {timing.get('reference_seconds', '-')} s, "
+              f"encoded here {timing.get('encode_here_seconds', '-')} s"),
               file=sys.stderr, flush=True)
         write_files(out, {"results.json": json.dumps({"commands": commands, "timings": timings}, indent=2) + "\n",
                           "report.md": report(timings, commands)})

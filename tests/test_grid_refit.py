@@ -112,3 +112,19 @@ def test_the_grid_benchmark_times_both_fitters_task_by_task(grid: tuple[Path, Pa
         failed = _script("benchmarks/bench_probe_grid.py", str(out), "--results", str(results_path), *bad)
         assert failed.returncode == 2 and message in failed.stderr and "Traceback" not in failed.stderr
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+    encoded = _script("benchmarks/bench_probe_grid.py", str(out), "--results", str(results_path), "--task", "MR",
+                      "--time_encoding")  # the encoding again, into an empty cache: the fitters' figures stay
+    assert encoded.returncode == 0, encoded.stderr[-2000:]
+    again = {t["task"]: t for t in json.loads((out / "results.json").read_text())["timings"]}
+    assert again["MR"]["encode_here_seconds"] > 0 and again["MR"]["encode_run"] == 2
+    assert {k: v for k, v in again["MR"].items() if not k.startswith("encode_")} == \
+        {k: v for k, v in timings["MR"].items() if not k.startswith("encode_")}
+    assert "encode_here_seconds" not in again["MRPC"]
+    assert "Fitting against encoding, both on this machine, over the 1 (task, encoder) pairs" in \
+        (out / "report.md").read_text()
+
+    fresh = tmp_path / "fresh"
+    untimed = _script("benchmarks/bench_probe_grid.py", str(fresh), "--results", str(results_path), "--task", "MR",
+                      "--time_encoding")  # nothing timed there yet: nothing to put the encoding beside
+    assert untimed.returncode == 2 and "not timed" in untimed.stderr and not fresh.exists()
