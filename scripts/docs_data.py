@@ -553,6 +553,10 @@ class CommandReport:
         layer = max(range(len(scores)), key=lambda i: scores[i])
         return f"{100 * (scores[layer] - self._token_scores(task, encoder, 'control')[layer]):.1f}"
 
+    def token_words(self, task: str, split: str = "train") -> str:
+        """probe-tokens: the number of words of ``task``'s ``split``, with thousands separators."""
+        return f"{self.data['tasks'][task]['words'][split]:,}"
+
     def token_majority(self, task: str) -> str:
         majority = self.data["tasks"][task]["majority"]
         value = majority.get("test", majority)
