@@ -562,6 +562,13 @@ class CommandReport:
         value = majority.get("test", majority)
         return f"{100 * (value['accuracy'] if isinstance(value, dict) else value):.1f}"
 
+    def table7_median(self, kind: str, row: str | None = None, split: str = "dev") -> float:
+        """table7: the median over seeds of a row's entity F1 x 100; with no ``row``, the best median of ``kind``."""
+        medians = [r[split]["median"] for r in self.data["rows"] if r["kind"] == kind and row in (None, r["row"])]
+        if not medians:
+            raise KeyError(f"table7: no row {kind!r} {row!r}")
+        return max(medians)
+
     def table7(self, kind: str, row: str, split: str = "dev") -> str:
         """table7: ``86.3 [85.9, 86.8]`` (median [min, max] over seeds) of a row's entity F1 x 100."""
         for r in self.data["rows"]:
