@@ -177,9 +177,9 @@ def main() -> int:
                 timings, commands = list(old["timings"]), list(old["commands"])
             except (ValueError, KeyError, TypeError) as err:
                 raise ValueError(f"{out / 'results.json'}: not this benchmark's results ({err})") from None
+        timed = {(t["task"], t["encoder"]): t for t in timings}
         if args.time_encoding:
-            untimed = [f"{t} / {e}" for t, e in pairs
-                       if not any((x["task"], x["encoder"]) == (t, e) and "batched_seconds" in x for x in timings)]
+            untimed = [f"{t} / {e}" for t, e in pairs if "batched_seconds" not in timed.get((t, e), {})]
             if untimed:
                 raise ValueError(f"--time_encoding: {', '.join(untimed)} not timed in {out} yet (time the "
                                  "fitters first)")
@@ -191,18 +191,16 @@ def main() -> int:
     commands.append({"command": " ".join(["python", *sys.argv]), "machine": machine_info(), "threads": args.threads,
                      "load_average": [round(v, 1) for v in os.getloadavg()]})
     for task_name, label in pairs:
+        old = timed.get((task_name, label), {})
         if args.time_encoding:
-            timing = next(t for t in timings if (t["task"], t["encoder"]) == (task_name, label))
             encoded = time_encoding(results, task_name, label, args.threads)
             if "skipped" in encoded:
                 print(f"{task_name} / {label}: {encoded['skipped']}", file=sys.stderr, flush=True)
                 continue
-            timing = {**timing, **encoded, "encode_run": len(commands)}
-        else:
-            old = next((t for t in timings if (t["task"], t["encoder"]) == (task_name, label)), {})
-            timing = {**time_one(results, task_name, label, args), "run": len(commands)}
-            if "encode_here_seconds" in old:
-                timing.update(encode_here_seconds=old["encode_here_seconds"], encode_run=old["encode_run"])
+            timing = {**old, **encoded, "encode_run": len(commands)}
+        else:  # the fitters timed again: an earlier encoding time of the pair stays
+            timing = {**time_one(results, task_name, label, args), "run": len(commands),
+                      **{k: v for k, v in old.items() if k in ("encode_here_seconds", "encode_run")}}
         timings = [t for t in timings if (t["task"], t["encoder"]) != (task_name, label)] + [timing]
         print(f"{task_name} / {label}: " + (timing.get("skipped") or
               f"batched {timing['batched_seconds']} s, scikit-learn {timing.get('reference_seconds', '-')} s, "

@@ -564,7 +564,8 @@ class CommandReport:
 
     def table7_median(self, kind: str, row: str | None = None, split: str = "dev") -> float:
         """table7: the median over seeds of a row's entity F1 x 100; with no ``row``, the best median of ``kind``."""
-        medians = [r[split]["median"] for r in self.data["rows"] if r["kind"] == kind and row in (None, r["row"])]
+        medians = [r[split]["median"] for r in self.data["rows"]
+                   if r["kind"] == kind and (row is None or r["row"] == row)]
         if not medians:
             raise KeyError(f"table7: no row {kind!r} {row!r}")
         return max(medians)
