@@ -32,7 +32,7 @@ from threadpoolctl import threadpool_limits
 
 from hire.probing.classifiers import reference_probe_feature_set
 from hire.probing.fit import probe_feature_sets
-from hire.probing.grid import grid_pairs, grid_parser, grid_task, read_results, write_files
+from hire.probing.grid import grid_pairs, grid_parser, grid_task, read_grid, write_files
 from hire.reporting import markdown_table
 
 
@@ -165,7 +165,7 @@ def main() -> int:
             raise ValueError(f"--threads {args.threads}: expected 1 or more")
         if out.exists() and not out.is_dir():
             raise ValueError(f"{out}: not a folder")
-        results = read_results(Path(args.results), "not a `hire probe` results file")
+        results = read_grid(args.results)
         pairs = grid_pairs(results, args.task, args.encoder)
         timings: list[dict[str, Any]] = []
         commands: list[dict[str, Any]] = []

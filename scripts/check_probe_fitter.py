@@ -38,7 +38,7 @@ from threadpoolctl import threadpool_limits
 from hire.hardware import machine
 from hire.probing.classifiers import reference_probe_feature_set
 from hire.probing.fit import probe_feature_sets
-from hire.probing.grid import grid_pairs, grid_parser, grid_task, read_results, write_files
+from hire.probing.grid import grid_pairs, grid_parser, grid_task, read_grid, write_files
 from hire.reporting import markdown_table
 
 
@@ -187,7 +187,7 @@ def check(args: argparse.Namespace) -> int:
         raise ValueError(f"{out}: holds the --results file {given}, which this would overwrite; choose another folder")
     torch.set_num_threads(1)
     where = machine()
-    results = read_results(given, "not a `hire probe` results file")
+    results = read_grid(given)
     pairs = grid_pairs(results, args.task, args.encoder)
     out.mkdir(parents=True, exist_ok=True)
     command = " ".join(["python", *sys.argv])

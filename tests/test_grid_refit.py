@@ -90,6 +90,10 @@ def test_the_fitter_check_passes_on_a_grid_and_adds_runs_to_its_folder(grid: tup
     nobody = _script("scripts/check_probe_fitter.py", str(tmp_path / "elsewhere"), "--results", str(results_path),
                      "--encoder", "nobody")
     assert nobody.returncode == 2 and "--encoder nobody" in nobody.stderr and not (tmp_path / "elsewhere").exists()
+    missing = _script("scripts/check_probe_fitter.py", str(tmp_path / "elsewhere"), "--results",
+                      str(tmp_path / "no-such.json"))
+    assert missing.returncode == 2 and "--results" in missing.stderr and "no such file" in missing.stderr
+    assert "Traceback" not in missing.stderr and not (tmp_path / "elsewhere").exists()
 
 
 def test_the_grid_benchmark_times_both_fitters_task_by_task(grid: tuple[Path, Path], tmp_path: Path) -> None:
@@ -108,7 +112,8 @@ def test_the_grid_benchmark_times_both_fitters_task_by_task(grid: tuple[Path, Pa
     assert "| MR | pre | cv |" in report and "Over the 2 (task, encoder) pairs timed with both" in report
 
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    for bad, message in ((["--task", "Nope"], "--task Nope"), (["--threads", "0"], "--threads 0")):
+    for bad, message in ((["--task", "Nope"], "--task Nope"), (["--threads", "0"], "--threads 0"),
+                         (["--results", str(tmp_path / "no-such.json")], "no such file")):
         failed = _script("benchmarks/bench_probe_grid.py", str(out), "--results", str(results_path), *bad)
         assert failed.returncode == 2 and message in failed.stderr and "Traceback" not in failed.stderr
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before

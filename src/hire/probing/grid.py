@@ -348,3 +348,11 @@ PROBE_RESULTS = ResultsFormat(
     "config, encoders or tasks")
 load_results = PROBE_RESULTS.load
 read_results = PROBE_RESULTS.read
+
+
+def read_grid(path: str | Path) -> dict[str, Any]:
+    """The committed grid that a refitting script's ``--results`` names; ValueError naming the option where the
+    file is missing or is not a ``hire probe`` results file."""
+    if not Path(path).is_file():
+        raise ValueError(f"--results {path}: no such file (a `hire probe` results.json)")
+    return read_results(Path(path), "not a `hire probe` results file")
