@@ -76,6 +76,11 @@ def check_text_columns(columns: list[str], label_column: str | None, option: str
         raise ConfigError(f"{option}: {label_column!r} is also {label_option}; the model would read the answer")
 
 
+# What a file mode is, in words (path_kind): the first test that holds names it.
+_KINDS = ((stat.S_ISREG, "a file"), (stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"),
+          (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
+
+
 def path_kind(path: str | Path) -> str | None:
     """What is at ``path``, in words for a message: ``"a file"``, ``"a folder"``, ``"a device"``, ``"a FIFO (named
     pipe)"``, ``"a socket"``, ``"a symbolic link loop"``, ``"a symbolic link to X, which does not exist"``, ...;
@@ -92,17 +97,7 @@ def path_kind(path: str | Path) -> str | None:
         if err.errno in (errno.ENOENT, errno.ENOTDIR, errno.ENAMETOOLONG):
             return None
         return f"a path that cannot be read ({err.strerror or err})"
-    if stat.S_ISREG(mode):
-        return "a file"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a file"
+    return next((kind for is_kind, kind in _KINDS if is_kind(mode)), "not a file")
 
 
 _UNUSABLE = ("a symbolic link", "a path through", "a path that")  # what no command can read or write through
