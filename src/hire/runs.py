@@ -96,6 +96,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def remove(path: Path) -> None:
+    """Remove a file, or a folder and what it holds; nothing where there is nothing."""
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)
     else:
@@ -126,8 +127,7 @@ def recover(out: Path) -> None:
         remove(ckpt)
         newest.rename(ckpt)
     for leftover in (tmp, old):
-        if leftover.exists():
-            remove(leftover)
+        remove(leftover)
     promote_best(out)
 
 
@@ -136,14 +136,12 @@ def install_checkpoint(out: Path) -> None:
     ``checkpoint.old`` until the new one is in), then move the best model it stages to ``best/``."""
     tmp, final, old = out / CHECKPOINT_TMP, out / CHECKPOINT, out / CHECKPOINT_OLD
     if _complete(final):
-        if old.exists():
-            remove(old)
+        remove(old)
         final.rename(old)
-    elif final.exists():
+    else:
         remove(final)
     tmp.rename(final)
-    if old.exists():
-        remove(old)
+    remove(old)
     promote_best(out)
 
 
@@ -152,12 +150,10 @@ def promote_best(out: Path) -> None:
     staged, best, old = out / CHECKPOINT / STAGED_BEST, out / "best", out / "best.old"
     if staged.is_dir() and _complete(out / CHECKPOINT):
         if best.exists():
-            if old.exists():
-                remove(old)
+            remove(old)
             best.rename(old)
         staged.rename(best)
-    if old.exists():
-        remove(old)
+    remove(old)
 
 
 def truncate_metrics(path: Path, step: int) -> None:
@@ -319,11 +315,6 @@ def config_differences(saved: Path, cfg: RunConfig) -> dict[str, tuple[Any, Any]
             if old is None or _comparable(name, old.get(name)) != _comparable(name, cfg.get(name))}
 
 
-def config_changes(saved: Path, cfg: RunConfig) -> list[str]:
-    """The names of :func:`config_differences`."""
-    return list(config_differences(saved, cfg))
-
-
 def _differences_text(differences: dict[str, tuple[Any, Any]]) -> str:
     shown = [f"{name} (the run's {old!r}, now {new!r})" for name, (old, new) in list(differences.items())[:3]]
     more = len(differences) - len(shown)
@@ -373,8 +364,7 @@ def prepare_run_dir(out: Path, cfg: RunConfig) -> RunState:
         # Start from nothing: an overwrite, a run that never reached its first checkpoint, or one that
         # failed before any result (a corrected command may then change its configuration).
         for name in ARTEFACTS:
-            if (out / name).exists():
-                remove(out / name)
+            remove(out / name)
     write_atomic(saved, yaml.safe_dump(cfg.to_dict(), sort_keys=False))
     state = RunState()
     state.save(out)
@@ -401,7 +391,7 @@ def run_precision(out: Path, cfg: RunConfig) -> str:
     here = resolve_mixed_precision(cfg.train.mixed_precision, "--train.mixed_precision")
     saved = out / "config.yaml"
     resumes = (cfg.train.mixed_precision == "auto" and not cfg.overwrite and is_run_folder(out) and saved.is_file()
-               and not config_changes(saved, cfg))
+               and not config_differences(saved, cfg))
     began = checkpoint_precision(out) if resumes else None
     if began is None or began == here:
         return here
