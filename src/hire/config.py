@@ -125,26 +125,20 @@ class DataConfig:
         from hire.data.examples import DataError
         from hire.data.glue import get_task
 
-        defaults = DataConfig()
-
-        def only_for(names: tuple[str, ...], where: str) -> None:
-            for name in names:
-                if getattr(self, name) != getattr(defaults, name):
-                    raise ConfigError(f"--data.{name}: only for {where}")
-
         ranking = self.is_ranking()
         if not ranking:
-            only_for(_RANKING_OPTIONS, "ranking tasks (--data.task wikiqa, or custom files in --data.format ranking)")
+            _only_for(self, "data", _RANKING_OPTIONS, _RANKING_TASKS)
         token_task = self.task.lower() == "conll2003" or (self.task.lower() == "custom" and self.format not in
                                                           ("table", "ranking"))
         if not token_task:
-            only_for(_TOKEN_OPTIONS, "token tasks (--data.task conll2003, or custom files in --data.format conll "
-                     "or tokens)")
+            _only_for(self, "data", _TOKEN_OPTIONS, "token tasks (--data.task conll2003, or custom files in "
+                      "--data.format conll or tokens)")
         if self.task.lower() == "custom" and (token_task or ranking):
-            only_for(("text_columns", "label_column", "regression"), "--data.format table (a label per row)")
-        if self.task.lower() != "custom" and self.format != "table":
-            raise ConfigError(f"--data.format: only for --data.task custom ({self.task} has its own files)")
+            _only_for(self, "data", ("text_columns", "label_column", "regression"),
+                      "--data.format table (a label per row)")
         if self.task.lower() != "custom":
+            own_files = f"--data.task custom ({self.task} has its own files)"
+            _only_for(self, "data", ("format",), own_files)
             if not token_task and not ranking:
                 try:
                     get_task(self.task)
@@ -154,9 +148,8 @@ class DataConfig:
             elif isinstance(self.tag_column, int):
                 raise ConfigError(f"--data.tag_column: conll2003's tag columns are ner, chunk and pos, not "
                                   f"{self.tag_column}")
-            for name in ("train_file", "dev_file", "test_file", "text_columns", "label_column", "regression"):
-                if getattr(self, name) != getattr(defaults, name):
-                    raise ConfigError(f"--data.{name}: only for --data.task custom ({self.task} has its own files)")
+            _only_for(self, "data", ("train_file", "dev_file", "test_file", "text_columns", "label_column",
+                                     "regression"), own_files)
             kind = None if self.data_dir is None else path_kind(self.data_dir)
             if self.data_dir is not None and kind != "a folder":
                 what = f"{kind}, not a folder" if kind else "no such folder"
@@ -183,6 +176,16 @@ class DataConfig:
                           RuntimeWarning, stacklevel=2)
 
 
+def _only_for(section: Any, name: str, options: Iterable[str], where: str) -> None:
+    """``--NAME.OPTION: only for WHERE`` for the first of ``options`` that ``section`` (the options of section
+    ``name``) gives another value than the default."""
+    default = type(section)()
+    for option in options:
+        if getattr(section, option) != getattr(default, option):
+            raise ConfigError(f"--{name}.{option}: only for {where}")
+
+
+_RANKING_TASKS = "ranking tasks (--data.task wikiqa, or custom files in --data.format ranking)"
 _TOKEN_OPTIONS = ("token_column", "tag_column", "separator", "scheme", "subword", "context", "unknown_tags")
 _RANKING_OPTIONS = ("keep", "ranking_columns")
 _RANKING_TRAIN_OPTIONS = ("rank_loss", "rank_margin")
@@ -351,10 +354,9 @@ class RunConfig:
         """A configuration from what :meth:`to_dict` wrote (a run's ``config.yaml``), options left out at their
         defaults; None where ``values`` is not one: not a mapping, an unknown option, a value of the wrong type
         or out of range (:func:`value_problem`). Hand-written option files go through ``hire.options``."""
-        if not isinstance(values, dict) or not all(isinstance(values.get(s, {}), dict | type(None)) for s in
-                                                   ("data", "model", "train")):
-            return None
         sections = {"data": DataConfig, "model": ModelArgs, "train": TrainConfig}
+        if not isinstance(values, dict) or not all(isinstance(values.get(s, {}), dict | type(None)) for s in sections):
+            return None
         try:
             cfg = cls(**{k: v for k, v in values.items() if k not in sections},
                       **{s: kind(**(values.get(s) or {})) for s, kind in sections.items()})
@@ -377,10 +379,7 @@ class RunConfig:
                 raise ConfigError(f"--{name}: {problem}")
         self.data.validate()
         if not self.data.is_ranking():
-            for name in _RANKING_TRAIN_OPTIONS:
-                if getattr(self.train, name) != getattr(TrainConfig(), name):
-                    raise ConfigError(f"--train.{name}: only for ranking tasks (--data.task wikiqa, or custom files "
-                                      "in --data.format ranking)")
+            _only_for(self.train, "train", _RANKING_TRAIN_OPTIONS, _RANKING_TASKS)
         self._resolve_ranker()
         check_output_folder(self.output_dir, "--output_dir")
         out = Path(real_path(self.output_dir))
@@ -414,8 +413,7 @@ class RunConfig:
                                   "cross-encoder trains pointwise or pairwise")
             return
         if not self.data.is_ranking():
-            raise ConfigError("--model.ranker bi: only for ranking tasks (--data.task wikiqa, or custom files in "
-                              "--data.format ranking)")
+            raise ConfigError(f"--model.ranker bi: only for {_RANKING_TASKS}")
         if m.init_from is not None:
             raise ConfigError(f"--model.init_from {m.init_from}: not for the bi-encoder (--model.ranker bi); a saved "
                               "bi-encoder is an encoder folder: start from it with --model.encoder FOLDER")
