@@ -28,13 +28,12 @@ from hire.checks import (
     check_output_file,
     check_output_folder,
     check_text_columns,
-    writing,
 )
 from hire.config import AtLeast1, ConfigError, DataConfig, MaxLength, check_max_length
 from hire.data.examples import DataError
 from hire.data.glue import data_dir_option, get_task, task_text_columns
 from hire.options import Command, option, typed_command
-from hire.runs import check_not_run_file, is_run_folder, replacing, write_atomic
+from hire.runs import check_not_run_file, is_run_folder, write_atomic
 from hire.saved_model import (
     check_model_folder,
     check_weights,
@@ -142,17 +141,12 @@ def _named_task(args: EvaluateOptions, config: dict[str, Any]) -> str | None:
 
 def _cmd_evaluate(args: EvaluateOptions) -> int:
     config = check_model_folder(args.model)
-    named = _named_task(args, config)
+    named, options = _named_task(args, config), config.get("task_options") or {}
     if named == "wikiqa":
-        keep = (config.get("task_options") or {}).get("keep", "has-positive")
-        data = DataConfig(task="wikiqa", data_dir=args.data_dir, max_eval_examples=args.max_examples, keep=keep)
-        return _evaluate(args, config, data, "WikiQA")
+        return _evaluate(args, config, "WikiQA", task="wikiqa", keep=options.get("keep", "has-positive"))
     if named == "conll2003":
-        options = config.get("task_options") or {}
-        data = DataConfig(task="conll2003", data_dir=args.data_dir, max_eval_examples=args.max_examples,
-                          tag_column=options.get("tag_column"), context=options.get("context", "sentence"),
-                          subword=config.get("subword", "first"))
-        return _evaluate(args, config, data, "CoNLL-2003")
+        return _evaluate(args, config, "CoNLL-2003", task="conll2003", tag_column=options.get("tag_column"),
+                         context=options.get("context", "sentence"), subword=config.get("subword", "first"))
     try:
         spec = get_task(args.task)
     except DataError as err:
@@ -164,12 +158,12 @@ def _cmd_evaluate(args: EvaluateOptions) -> int:
     if trained is not None and len(trained) != len(wanted):
         raise ConfigError(f"--task {spec.name}: the task has {_texts(wanted)}, but --model {args.model} "
                           f"was trained on {_texts(trained)}")
-    return _evaluate(args, config, DataConfig(task=spec.name, data_dir=args.data_dir,
-                                              max_eval_examples=args.max_examples), spec.name)
+    return _evaluate(args, config, spec.name, task=spec.name)
 
 
-def _evaluate(args: EvaluateOptions, config: dict[str, Any], data: DataConfig, name: str) -> int:
-    """Score (and, for GLUE, predict the test splits of) the task that ``data`` reads, in ``args``' folder."""
+def _evaluate(args: EvaluateOptions, config: dict[str, Any], name: str, **data: Any) -> int:
+    """Score (and, for GLUE, predict the test splits of) task ``name``, read with the data options ``data`` (and
+    ``args``' --data_dir and --max_examples), in ``args``' folder."""
     check_max_length(args.max_length, config.get("encoder_config", {}), "--max_length")
     out = Path(args.output_dir).expanduser() if args.output_dir else default_eval_dir(args.model, name)
     option = _output_option("--output_dir", args.output_dir)
@@ -182,7 +176,8 @@ def _evaluate(args: EvaluateOptions, config: dict[str, Any], data: DataConfig, n
     from hire.tasktypes import load_task
 
     with data_dir_option("--data_dir"):
-        task = load_task(data, with_train=False)
+        task = load_task(DataConfig(data_dir=args.data_dir, max_eval_examples=args.max_examples, **data),
+                         with_train=False)
     if config.get("ranker") == "bi":
         task.options["ranker"] = "bi"  # the ranking type encodes questions and passages apart
     if config.get("task_type") == "token":  # the model's tags, in its logit order; the data's must be among them
@@ -193,15 +188,13 @@ def _evaluate(args: EvaluateOptions, config: dict[str, Any], data: DataConfig, n
             check_tags(split, task.label_names or [], f"the {name} data", "error")
     model, tokenizer, acc = _load(args.model, args.mixed_precision, words=config.get("task_type") == "token")
     out.mkdir(parents=True, exist_ok=True)
-    with writing(out / EVALUATION):
-        write_atomic(out / EVALUATION, json.dumps({"model": str(args.model), "task": task.name}) + "\n")
+    write_atomic(out / EVALUATION, json.dumps({"model": str(args.model), "task": task.name}) + "\n")
     tests = [*task.held_out, *task.test]  # labelled (CoNLL-2003's) or not (GLUE's)
     splits = {"dev": list(task.dev), "test": tests, "all": [*task.dev, *tests]}[args.split]
     predicted = predict_task(model, task, splits, tokenizer, acc, max_length=args.max_length,
                              batch_size=args.batch_size, predictions_dir=out, submission_dir=out / "submission")
     results: dict[str, Any] = {"model": args.model, "task": task.name, **predicted.results}
-    with writing(out / "metrics.json"):
-        write_atomic(out / "metrics.json", json.dumps(results, indent=2) + "\n")
+    write_atomic(out / "metrics.json", json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
     return 0
 
@@ -461,8 +454,7 @@ def _cmd_report(args: ReportOptions) -> int:
     table = runs_table(collect_runs([Path(r) for r in args.runs]))
     print(table)
     if args.markdown:
-        with writing(args.markdown), replacing(Path(args.markdown)) as tmp:
-            tmp.write_text(table + "\n")
+        write_atomic(Path(args.markdown), table + "\n")
     return 0
 
 
