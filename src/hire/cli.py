@@ -25,21 +25,17 @@ import warnings
 from typing import Any
 
 from hire.config import RunConfig
-from hire.options import Command, dispatch
+from hire.options import Command, config_text, dispatch, parse_options, take_print_config
 
 
 def resolve_run_config(options: list[str]) -> RunConfig:
     """Defaults <- the YAML file (``--config``) <- command-line options (:mod:`hire.options`), then validated."""
-    from hire.options import parse_options
-
     cfg = parse_options(options)
     cfg.validate()
     return cfg
 
 
 def _cmd_train(words: list[str]) -> int:
-    from hire.options import config_text, take_print_config
-
     options, printing = take_print_config(words)
     cfg = resolve_run_config(options)  # every option checked before torch is even imported
     if printing is not None:  # --print_config: what would run, once it is known to be valid
