@@ -89,9 +89,8 @@ def mapping(value: Any) -> dict[str, Any]:
             raise BadValue(f"expected a mapping, not {text}")
         return parsed
     pairs = [pair.partition("=") for pair in text.split(",") if pair.strip()]
-    for key, sep, _ in pairs:
-        if not sep or not key.strip():
-            raise BadValue(f"expected JSON or key=value pairs separated by commas, not {text!r}")
+    if any(not sep or not key.strip() for key, sep, _ in pairs):
+        raise BadValue(f"expected JSON or key=value pairs separated by commas, not {text!r}")
     return {key.strip(): _yaml(raw) if raw.strip() else None for key, _, raw in pairs}
 
 
@@ -216,8 +215,7 @@ def take_print_config(argv: Sequence[str]) -> tuple[list[str], set[str] | None]:
         word = words[i]
         if word == "--print_config" or word.startswith("--print_config="):
             given = word.partition("=")[2]
-            if not given and i + 1 < len(words) and words[i + 1] and not words[i + 1].startswith("-") \
-                    and set(words[i + 1].split(",")) <= set(PRINT_FLAGS):
+            if not given and i + 1 < len(words) and set(words[i + 1].split(",")) <= set(PRINT_FLAGS):
                 given, i = words[i + 1], i + 1
             names = {f.strip() for f in given.split(",") if f.strip()}
             unknown = sorted(names - set(PRINT_FLAGS))
