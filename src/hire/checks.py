@@ -109,15 +109,13 @@ def real_path(path: str | Path) -> str:
     return os.path.realpath(Path(path).expanduser())
 
 
-def check_input_file(path: str | Path, option: str) -> Path:
+def check_input_file(path: str | Path, option: str, what: str = "a file") -> Path:
     """An existing regular file: not a folder, a device (``/dev/null``), a FIFO or a symbolic link loop, each
-    named as what it is."""
+    named as what it is (``a folder, not a file``; ``what`` says what the file should be: ``a YAML file``)."""
     file = Path(path).expanduser()
     kind = path_kind(file)
-    if kind is None:
-        raise ConfigError(f"{option} {path}: no such file")
     if kind != "a file":
-        raise ConfigError(f"{option} {path}: {kind}, not a file")
+        raise ConfigError(f"{option} {path}: {f'{kind}, not {what}' if kind else 'no such file'}")
     return file
 
 

@@ -44,7 +44,7 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints
 import yaml
 from jsonargparse import ActionConfigFile, ArgumentParser, DefaultHelpFormatter, get_loader, set_loader
 
-from hire.checks import read_yaml
+from hire.checks import check_input_file, read_yaml
 from hire.config import ONE_SHOT, ConfigError, RunConfig, did_you_mean, option_fields, parser_type
 from hire.optiontypes import describe_type, range_of, range_text
 
@@ -129,13 +129,9 @@ class _ConfigFile(ActionConfigFile):
 def read_config_file(path: str | Path, options: type = RunConfig) -> dict[str, Any]:
     """The options of a ``--config`` file (of dataclass ``options``' fields): a UTF-8 YAML mapping, its sections
     mappings too (or empty)."""
-    from hire.checks import path_kind
-
     path = Path(path)
+    check_input_file(path, "--config", "a YAML file")
     where = f"--config {path}"
-    kind = path_kind(path)
-    if kind != "a file":
-        raise ConfigError(f"{where}: {f'{kind}, not a YAML file' if kind else 'no such file'}")
     values = read_yaml(path, where, _load)
     if not isinstance(values, dict | type(None)):
         raise ConfigError(f"{where}: expected a mapping of options at the top level")
