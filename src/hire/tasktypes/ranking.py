@@ -50,11 +50,9 @@ from hire.data.ranking import (
 )
 from hire.data.trec import rank_candidates, write_qrels, write_run
 from hire.evaluation import eval_loader, model_outputs
-from hire.metrics import ranking_metrics
+from hire.metrics import RANKING_MEASURES, ranking_metrics
 from hire.tasktypes.base import Predictions, TaskData, TaskType, register_task_type
 from hire.tasktypes.sequence import predict as predict_scores
-
-RANKING_METRICS = ("map", "mrr", "p@1")  # MAP picks the best model; nDCG@10 is added for graded labels
 
 
 class RankingTasks(TaskType):
@@ -120,7 +118,7 @@ class RankingTasks(TaskType):
             else:
                 test = _first_questions(test_file.examples, cfg.max_eval_examples)
         graded = any(ex.label not in (0, 1) for split in (dev, held) for ex in split)
-        metrics = (*RANKING_METRICS, "ndcg@10") if graded else RANKING_METRICS
+        metrics = (*RANKING_MEASURES, "ndcg@10") if graded else RANKING_MEASURES  # MAP picks the best model
         return TaskData(name, None, metrics, train, {"dev": dev} if dev else {}, {"test": test} if test else {},
                         held_out={"test": held} if held else {}, options={"keep": cfg.keep, "graded": graded})
 
