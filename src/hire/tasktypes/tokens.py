@@ -29,7 +29,6 @@ from hire.data.tokens import TokenCollator, TokenSplit, encode_tokens
 from hire.evaluation import model_outputs
 from hire.metrics import entity_scores, token_accuracy
 from hire.tasktypes.base import Predictions, TaskData, TaskType, register_task_type
-from hire.tasktypes.sequence import head_of
 
 ENTITY_METRICS = ("f1", "precision", "recall")  # strict IOB2 entities, micro-averaged over types
 
@@ -84,7 +83,7 @@ class TokenTasks(TaskType):
             raise DataError("the files' tag schemes differ: " + ", ".join(f"{f.path}: {f.scheme}" for f in files)
                             + "; give --data.scheme")
         scheme = schemes.pop() if schemes else "none"
-        train = head_of(train_file.examples, cfg.max_train_examples) if with_train and train_file else []
+        train = train_file.examples[:cfg.max_train_examples] if with_train and train_file else []
         # The tags are the whole training file's, also when only its first examples train (a quick run still
         # knows every tag that its dev data may hold).
         labelled_from = train_file.examples if with_train and train_file else (dev_file.examples if dev_file else [])
@@ -96,14 +95,14 @@ class TokenTasks(TaskType):
         def checked(file: Any) -> list[TokenExample]:
             if file is None:
                 return []
-            examples = head_of(file.examples, cfg.max_eval_examples)
+            examples = file.examples[:cfg.max_eval_examples]
             if tags is None:
                 return examples
             return check_tags(examples, tags, file.path, cfg.unknown_tags, format=file.format)
 
         dev = checked(dev_file)
         held = checked(held_file)
-        test = head_of(test_file.examples, cfg.max_eval_examples) if test_file is not None else []
+        test = test_file.examples[:cfg.max_eval_examples] if test_file is not None else []
         metrics = ENTITY_METRICS if scheme != "none" else ("accuracy",)
         task = TaskData(name, tags, metrics, train, {"dev": dev} if dev else {}, {"test": test} if test else {},
                         held_out={"test": held} if held else {},
