@@ -137,19 +137,16 @@ class TokenTasks(TaskType):
 
         (indices, logits, scored, weights), seconds = model_outputs(model, loader, accelerator, take, desc)
         per_item: list[np.ndarray | None] = [None] * len(split)
-        item_weights: list[np.ndarray | None] = [None] * len(split)
-        for index, q, mask, lw in zip(indices, logits, scored, weights, strict=True):
+        for index, q, mask in zip(indices, logits, scored, strict=True):
             for row, i in enumerate(index.tolist()):
                 per_item[i] = q[row][mask[row].bool()].numpy()
-                item_weights[i] = lw[row].numpy()
         word_logits = split.merge(per_item)  # type: ignore[arg-type]
+        item_weights = torch.cat(weights)[torch.cat(indices).argsort()].numpy()  # (items, l + 1), in item order
         layer_weights = None
-        if item_weights and item_weights[0] is not None and item_weights[0].shape[0]:
-            sums = np.zeros((len(word_logits), item_weights[0].shape[0]))
-            counts = np.zeros((len(word_logits), 1))
-            for i, e in enumerate(split.item_example):  # an example's windows each weight the layers: their mean
-                sums[e] += item_weights[i]
-                counts[e] += 1
+        if item_weights.shape[1]:  # an example's windows each weight the layers: their mean
+            sums = np.zeros((len(word_logits), item_weights.shape[1]))
+            np.add.at(sums, split.item_example, item_weights)
+            counts = np.bincount(split.item_example, minlength=len(word_logits))[:, None]
             layer_weights = sums / np.maximum(counts, 1)
         return Predictions(word_logits, layer_weights, seconds)
 
