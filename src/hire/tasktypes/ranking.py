@@ -443,20 +443,16 @@ class RankingCollator(Collator):
         return batch
 
     def _apart(self, items: list[dict[str, Any]]) -> dict[str, Tensor]:
-        rows: dict[str, dict[int, int]] = {"query_key": {}, "passage_key": {}}
-        texts: dict[str, list[dict[str, Any]]] = {"query_key": [], "passage_key": []}
-        for it in items:
-            for key, prefix in (("query_key", "query_"), ("passage_key", "")):
-                if it[key] not in rows[key]:
-                    rows[key][it[key]] = len(texts[key])
-                    texts[key].append({"index": it[key], **{k: it[prefix + k] for k in ("input_ids", "token_type_ids")
-                                                            if prefix + k in it}})
-        passages = super().__call__(texts["passage_key"])
-        queries = super().__call__(texts["query_key"])
-        batch = {k: v for k, v in passages.items() if k != "index"}
-        batch.update({f"query_{k}": v for k, v in queries.items() if k != "index"})
-        batch["query_index"] = torch.tensor([rows["query_key"][it["query_key"]] for it in items])
-        batch["passage_index"] = torch.tensor([rows["passage_key"][it["passage_key"]] for it in items])
+        batch: dict[str, Tensor] = {}
+        for kind, prefix in (("passage", ""), ("query", "query_")):
+            first: dict[int, dict[str, Any]] = {}  # each distinct text of the batch: its first candidate
+            for it in items:
+                first.setdefault(it[f"{kind}_key"], it)
+            texts = [{"index": key, **{k: it[prefix + k] for k in ("input_ids", "token_type_ids") if prefix + k in it}}
+                     for key, it in first.items()]
+            batch.update({prefix + k: v for k, v in super().__call__(texts).items() if k != "index"})
+            row = {key: i for i, key in enumerate(first)}
+            batch[f"{kind}_index"] = torch.tensor([row[it[f"{kind}_key"]] for it in items])
         batch["groups"] = torch.tensor([it["groups"] for it in items])
         batch["index"] = torch.tensor([it["index"] for it in items])
         if "labels" in items[0]:
