@@ -64,15 +64,14 @@ def _tokenizer(name: str, option: str, words: bool = False) -> Any:
 
 def build_for_task(cfg: RunConfig, task: TaskData) -> tuple[HireModel | BiEncoder, Any]:
     m = cfg.model
+    loss = task.type.loss_options(cfg.train)  # what the loss reads from the training options (a ranker's)
     if m.ranker == "bi":  # validated: a ranking task, a bi-encoder's head and loss, no init_from
-        loss = task.type.loss_options(cfg.train)
         model = build_bi_encoder(m.encoder, m.head, loss["rank_loss"], loss["rank_margin"],
                                  task.type.model_options(task).get("task_options"))
         return model, _tokenizer(m.encoder, "--model.encoder")
     columns, words = None, task.type.model_type == "token"
     if task.type.model_type == "sequence":
         columns = list(cfg.data.text_columns) if cfg.data.task == "custom" else list(task_text_columns(cfg.data.task))
-    loss = task.type.loss_options(cfg.train)  # what the loss reads from the training options (a ranker's)
     if m.init_from:  # e.g. MNLI before RTE: a new output layer when the label set differs
         model = HireModel.from_pretrained(m.init_from, num_labels=task.num_labels, label_names=task.label_names)
         if model.config.task_type != task.type.model_type:
