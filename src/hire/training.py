@@ -305,9 +305,8 @@ class Trainer:
             path = self.out / "metrics.jsonl"
             with writing(path), path.open("a") as f:  # lines after the checkpoint are dropped on resume
                 f.write(json.dumps(record) + "\n")
-            for split, r in results.items():
-                for k, v in r.items():
-                    self.accelerator.log({f"{split}/{k}": v}, step=self.state.step)
+            self.accelerator.log({f"{split}/{k}": v for split, r in results.items() for k, v in r.items()},
+                                 step=self.state.step)
         self.state.loss_sum, self.state.loss_count = 0.0, 0  # the next record's loss: since this one
         self.model.train()
         if self.state.best_score is None or selection > self.state.best_score:
