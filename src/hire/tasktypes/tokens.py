@@ -104,11 +104,10 @@ class TokenTasks(TaskType):
         held = checked(held_file)
         test = test_file.examples[:cfg.max_eval_examples] if test_file is not None else []
         metrics = ENTITY_METRICS if scheme != "none" else ("accuracy",)
-        task = TaskData(name, tags, metrics, train, {"dev": dev} if dev else {}, {"test": test} if test else {},
+        return TaskData(name, tags, metrics, train, {"dev": dev} if dev else {}, {"test": test} if test else {},
                         held_out={"test": held} if held else {},
                         options={"scheme": scheme, "subword": cfg.subword, "context": cfg.context,
                                  "tag_column": cfg.tag_column})
-        return task
 
     def model_options(self, task: TaskData) -> dict[str, Any]:
         """The sub-token a word is read at, and how the data was read (``hire evaluate`` reads it the same way)."""
