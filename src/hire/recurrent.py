@@ -43,13 +43,6 @@ def reversal_index(lengths: Tensor, T: int) -> Tensor:
     return torch.where(t < lengths, lengths - 1 - t, t)
 
 
-def compute_dtype(device: torch.device, weight_dtype: torch.dtype) -> torch.dtype:
-    """The dtype of the matrix products: autocast's where it is on, else the weights' own."""
-    if torch.is_autocast_enabled(device.type):
-        return torch.get_autocast_dtype(device.type)
-    return weight_dtype
-
-
 class _GRURecurrence(torch.autograd.Function):
     """``D`` independent GRU recurrences over precomputed input projections, from a zero state.
 
@@ -133,8 +126,9 @@ def gru_recurrence(gi: Tensor, w_hh: Tensor, b_hn: Tensor, last: Tensor) -> tupl
 
     Returns the outputs (D, T, N, h) and the final states (D, N, h) at time ``last`` (N,).
     """
-    dtype = compute_dtype(gi.device, w_hh.dtype)
-    with torch.autocast(gi.device.type, enabled=False):
+    device = gi.device.type  # the products in autocast's dtype where it is on, else in the weights' own
+    dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else w_hh.dtype
+    with torch.autocast(device, enabled=False):
         return _GRURecurrence.apply(gi, w_hh, b_hn, last, dtype)
 
 

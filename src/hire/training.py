@@ -64,15 +64,14 @@ def _tokenizer(name: str, option: str, words: bool = False) -> Any:
 
 def build_for_task(cfg: RunConfig, task: TaskData) -> tuple[HireModel | BiEncoder, Any]:
     m = cfg.model
+    loss = task.type.loss_options(cfg.train)  # what the loss reads from the training options (a ranker's)
     if m.ranker == "bi":  # validated: a ranking task, a bi-encoder's head and loss, no init_from
-        loss = task.type.loss_options(cfg.train)
         model = build_bi_encoder(m.encoder, m.head, loss["rank_loss"], loss["rank_margin"],
                                  task.type.model_options(task).get("task_options"))
         return model, _tokenizer(m.encoder, "--model.encoder")
     columns, words = None, task.type.model_type == "token"
     if task.type.model_type == "sequence":
         columns = list(cfg.data.text_columns) if cfg.data.task == "custom" else list(task_text_columns(cfg.data.task))
-    loss = task.type.loss_options(cfg.train)  # what the loss reads from the training options (a ranker's)
     if m.init_from:  # e.g. MNLI before RTE: a new output layer when the label set differs
         model = HireModel.from_pretrained(m.init_from, num_labels=task.num_labels, label_names=task.label_names)
         if model.config.task_type != task.type.model_type:
@@ -306,9 +305,8 @@ class Trainer:
             path = self.out / "metrics.jsonl"
             with writing(path), path.open("a") as f:  # lines after the checkpoint are dropped on resume
                 f.write(json.dumps(record) + "\n")
-            for split, r in results.items():
-                for k, v in r.items():
-                    self.accelerator.log({f"{split}/{k}": v}, step=self.state.step)
+            self.accelerator.log({f"{split}/{k}": v for split, r in results.items() for k, v in r.items()},
+                                 step=self.state.step)
         self.state.loss_sum, self.state.loss_count = 0.0, 0  # the next record's loss: since this one
         self.model.train()
         if self.state.best_score is None or selection > self.state.best_score:

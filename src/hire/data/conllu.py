@@ -14,6 +14,7 @@ wrong tree would become a silent wrong label.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -174,15 +175,10 @@ def parse_feats(text: str) -> dict[str, str] | None:
 
 
 def _sentences(path: Path) -> Iterator[Sentence]:
-    block: list[tuple[int, str]] = []
-    for number, line in iter_lines(path):
-        if line.strip():
-            block.append((number, line))
-        elif block:
-            yield from _sentence(path, block)
-            block = []
-    if block:
-        yield from _sentence(path, block)
+    """The sentences of each block of non-blank lines (blank lines end a sentence)."""
+    for blank, block in itertools.groupby(iter_lines(path), key=lambda numbered: not numbered[1].strip()):
+        if not blank:
+            yield from _sentence(path, list(block))
 
 
 def _sentence(path: Path, block: list[tuple[int, str]]) -> Iterator[Sentence]:

@@ -274,10 +274,7 @@ def read_table(
         for column in text_columns:
             if column not in record:
                 raise data_error(path, number, f"no column {column!r} on this line; it has {list(record)}")
-        text_a = text_value(path, number, text_columns[0], record[text_columns[0]])
-        text_b = None
-        if len(text_columns) > 1:
-            text_b = text_value(path, number, text_columns[1], record[text_columns[1]])
+        texts = [text_value(path, number, column, record[column]) for column in text_columns]
         label = None
         if has_label and label_column is not None:
             if label_column not in record and require_label:
@@ -293,7 +290,7 @@ def read_table(
             if value is None or not str(value).strip():
                 raise data_error(path, number, f"the id in column {id_column!r} is missing")
             guid = str(value).strip()
-        examples.append(Example(guid=guid, text_a=text_a, text_b=text_b, label=label))
+        examples.append(Example(guid=guid, text_a=texts[0], text_b=texts[1] if len(texts) > 1 else None, label=label))
     if not examples:
         raise data_error(path, columns_line + 1, "the file has a header but no data rows")
     return examples

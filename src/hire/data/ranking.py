@@ -266,13 +266,10 @@ def read_ranking_file(path: str | Path, format: str = "auto", columns: Mapping[s
         raise ValueError(f"unknown ranking file format {format!r}; use one of {', '.join(FORMATS)}")
     if keep not in KEEP:
         raise ValueError(f"unknown keep {keep!r}; use one of {', '.join(KEEP)}")
-    kind = format
-    if kind == "auto":
-        found = EXTENSIONS.get(path.suffix.lower())
-        if found is None:
-            raise data_error(path, None, f"unknown file extension {path.suffix!r}; use one of "
-                                         f"{', '.join(EXTENSIONS)} or give the format")
-        kind = found
+    kind = EXTENSIONS.get(path.suffix.lower()) if format == "auto" else format
+    if kind is None:
+        raise data_error(path, None, f"unknown file extension {path.suffix!r}; use one of "
+                                     f"{', '.join(EXTENSIONS)} or give the format")
     resolved, indexed = _resolve_columns(columns, kind)
     if not path.is_file():
         found = "is a folder, not a file" if path.is_dir() else "file not found"

@@ -51,9 +51,6 @@ class Head(nn.Module):
                              "sentence); for a token task use last-layer, scalar-mix, concat-last-4, pool-cls with "
                              "a layer, or hire")
 
-    def get_output_dim(self) -> int:
-        return self.output_dim
-
 
 HeadFactory = Callable[..., Head]
 _SIZES = ("hidden_size", "num_hidden_states")  # what every factory takes first, from the encoder
@@ -110,8 +107,7 @@ def head_option_types(name: str, ranges: bool = False) -> dict[str, Any]:
     ``ranges``, as declared, its range included (``Annotated[int, Range(int, (">=", 1))]``,
     :func:`hire.optiontypes.bounded`). A factory's annotations are the one place where a head option's type and
     range are written."""
-    registered = _lookup(name)
-    factory = registered.factory
+    factory = _lookup(name).factory
     try:
         hints = get_type_hints(factory.__init__ if isinstance(factory, type) else factory, include_extras=ranges)
     except (NameError, TypeError):

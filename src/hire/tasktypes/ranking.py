@@ -50,11 +50,9 @@ from hire.data.ranking import (
 )
 from hire.data.trec import rank_candidates, write_qrels, write_run
 from hire.evaluation import eval_loader, model_outputs
-from hire.metrics import ranking_metrics
+from hire.metrics import RANKING_MEASURES, ranking_metrics
 from hire.tasktypes.base import Predictions, TaskData, TaskType, register_task_type
 from hire.tasktypes.sequence import predict as predict_scores
-
-RANKING_METRICS = ("map", "mrr", "p@1")  # MAP picks the best model; nDCG@10 is added for graded labels
 
 
 class RankingTasks(TaskType):
@@ -120,7 +118,7 @@ class RankingTasks(TaskType):
             else:
                 test = _first_questions(test_file.examples, cfg.max_eval_examples)
         graded = any(ex.label not in (0, 1) for split in (dev, held) for ex in split)
-        metrics = (*RANKING_METRICS, "ndcg@10") if graded else RANKING_METRICS
+        metrics = (*RANKING_MEASURES, "ndcg@10") if graded else RANKING_MEASURES  # MAP picks the best model
         return TaskData(name, None, metrics, train, {"dev": dev} if dev else {}, {"test": test} if test else {},
                         held_out={"test": held} if held else {}, options={"keep": cfg.keep, "graded": graded})
 
@@ -445,20 +443,16 @@ class RankingCollator(Collator):
         return batch
 
     def _apart(self, items: list[dict[str, Any]]) -> dict[str, Tensor]:
-        rows: dict[str, dict[int, int]] = {"query_key": {}, "passage_key": {}}
-        texts: dict[str, list[dict[str, Any]]] = {"query_key": [], "passage_key": []}
-        for it in items:
-            for key, prefix in (("query_key", "query_"), ("passage_key", "")):
-                if it[key] not in rows[key]:
-                    rows[key][it[key]] = len(texts[key])
-                    texts[key].append({"index": it[key], **{k: it[prefix + k] for k in ("input_ids", "token_type_ids")
-                                                            if prefix + k in it}})
-        passages = super().__call__(texts["passage_key"])
-        queries = super().__call__(texts["query_key"])
-        batch = {k: v for k, v in passages.items() if k != "index"}
-        batch.update({f"query_{k}": v for k, v in queries.items() if k != "index"})
-        batch["query_index"] = torch.tensor([rows["query_key"][it["query_key"]] for it in items])
-        batch["passage_index"] = torch.tensor([rows["passage_key"][it["passage_key"]] for it in items])
+        batch: dict[str, Tensor] = {}
+        for kind, prefix in (("passage", ""), ("query", "query_")):
+            first: dict[int, dict[str, Any]] = {}  # each distinct text of the batch: its first candidate
+            for it in items:
+                first.setdefault(it[f"{kind}_key"], it)
+            texts = [{"index": key, **{k: it[prefix + k] for k in ("input_ids", "token_type_ids") if prefix + k in it}}
+                     for key, it in first.items()]
+            batch.update({prefix + k: v for k, v in super().__call__(texts).items() if k != "index"})
+            row = {key: i for i, key in enumerate(first)}
+            batch[f"{kind}_index"] = torch.tensor([row[it[f"{kind}_key"]] for it in items])
         batch["groups"] = torch.tensor([it["groups"] for it in items])
         batch["index"] = torch.tensor([it["index"] for it in items])
         if "labels" in items[0]:

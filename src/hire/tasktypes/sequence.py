@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from accelerate import Accelerator
 from torch.utils.data import DataLoader
@@ -23,11 +22,6 @@ from hire.data.glue import get_task, read_glue_split
 from hire.evaluation import model_outputs
 from hire.metrics import compute_metrics, main_score, task_metrics
 from hire.tasktypes.base import Predictions, TaskData, TaskType, register_task_type
-
-
-def head_of(examples: list[Any], n: int | None) -> list[Any]:
-    """The first ``n`` examples (all when ``n`` is None): ``--data.max_*_examples``."""
-    return examples if n is None else examples[:n]
 
 
 class SequenceTasks(TaskType):
@@ -60,14 +54,14 @@ class SequenceTasks(TaskType):
             return _load_custom(cfg, with_train)
         spec = get_task(cfg.task)
         read = lambda split: read_glue_split(spec, split, cfg.data_dir)  # noqa: E731
-        train = head_of(read("train"), cfg.max_train_examples) if with_train and "train" in spec.splits else []
-        dev = {s: head_of(read(s), cfg.max_eval_examples) for s in spec.dev_splits}
-        test = {s: head_of(read(s), cfg.max_eval_examples) for s in spec.test_splits}
+        train = read("train")[:cfg.max_train_examples] if with_train and "train" in spec.splits else []
+        dev = {s: read(s)[:cfg.max_eval_examples] for s in spec.dev_splits}
+        test = {s: read(s)[:cfg.max_eval_examples] for s in spec.test_splits}
         submission_files = dict(spec.submission_files)
         if spec.name == "MNLI":  # the diagnostic set is predicted with the MNLI model
             ax = get_task("AX")
             try:
-                test["ax"] = head_of(read_glue_split(ax, "test", cfg.data_dir), cfg.max_eval_examples)
+                test["ax"] = read_glue_split(ax, "test", cfg.data_dir)[:cfg.max_eval_examples]
                 submission_files["ax"] = ax.submission_files["test"]
             except DataError:
                 pass  # no diagnostic file beside MNLI: nothing to predict
@@ -91,7 +85,8 @@ class SequenceTasks(TaskType):
               split: EncodedSplit) -> dict[str, float]:
         """The task's metrics on a labelled split, plus ``score``: their mean (the GLUE convention)."""
         assert split.labels is not None
-        result = compute_metrics(task.metrics, predicted_labels(preds, task.regression).tolist(), split.labels)
+        predicted = preds.logits if task.regression else preds.logits.argmax(-1)
+        result = compute_metrics(task.metrics, predicted.tolist(), split.labels)
         result["score"] = main_score(result)
         return result
 
@@ -109,10 +104,6 @@ class SequenceTasks(TaskType):
                 else:
                     value = task.label_names[int(preds.logits[i].argmax())]
                 f.write(f"{ex.guid}\t{value}\n")
-
-
-def predicted_labels(preds: Predictions, regression: bool) -> np.ndarray:
-    return preds.logits if regression else preds.logits.argmax(-1)
 
 
 def predict(model: Any, loader: DataLoader, accelerator: Accelerator, desc: str = "predict") -> Predictions:
@@ -164,21 +155,21 @@ def _load_custom(cfg: DataConfig, with_train: bool) -> TaskData:
                           require_label=labelled, labels=labels, labels_from=labels_from)
 
     # The labels are the training file's; those of the evaluation files must be among them.
-    train = head_of(read(cfg.train_file, "--data.train_file", True, None), cfg.max_train_examples) if with_train else []
+    train = read(cfg.train_file, "--data.train_file", True, None)[:cfg.max_train_examples] if with_train else []
     labels = None if cfg.regression or not train else list(infer_label_names(train))
     labels_from = str(cfg.train_file) + (f" (its first {len(train)} rows)" if cfg.max_train_examples else "")
     if labels is not None and len(labels) < 2:  # a classifier of one class learns nothing, and cannot be scored
         rows = f"{'its first' if cfg.max_train_examples else 'its'} {len(train)} row{'s' * (len(train) > 1)}"
         raise DataError(f"--data.train_file {cfg.train_file}: only one label ({labels[0]!r}) in {rows}; a classifier "
                         "needs examples of at least two labels (for real-valued labels: --data.regression true)")
-    dev = head_of(read(cfg.dev_file, "--data.dev_file", True, labels, labels_from), cfg.max_eval_examples)
+    dev = read(cfg.dev_file, "--data.dev_file", True, labels, labels_from)[:cfg.max_eval_examples]
     if cfg.regression and dev and len({example.label for example in dev}) < 2:  # correlations would be NaN
         rows = f"{'its first' if cfg.max_eval_examples else 'its'} {len(dev)} row{'s' * (len(dev) > 1)}"
         raise DataError(f"--data.dev_file {cfg.dev_file}: one score ({dev[0].label!r}) in {rows}; the Pearson and "
                         "Spearman correlations that pick the best model need at least two different scores")
     if labels is None and not cfg.regression and dev:
         labels, labels_from = list(infer_label_names(dev)), str(cfg.dev_file)
-    test = head_of(read(cfg.test_file, "--data.test_file", False, labels, labels_from), cfg.max_eval_examples)
+    test = read(cfg.test_file, "--data.test_file", False, labels, labels_from)[:cfg.max_eval_examples]
     name = Path(cfg.train_file or cfg.dev_file or "custom").stem
     metrics = task_metrics(None, cfg.regression, len(labels or [None]))
     return TaskData(name, labels, metrics, train, {"dev": dev} if dev else {},

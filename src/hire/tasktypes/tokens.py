@@ -29,7 +29,6 @@ from hire.data.tokens import TokenCollator, TokenSplit, encode_tokens
 from hire.evaluation import model_outputs
 from hire.metrics import entity_scores, token_accuracy
 from hire.tasktypes.base import Predictions, TaskData, TaskType, register_task_type
-from hire.tasktypes.sequence import head_of
 
 ENTITY_METRICS = ("f1", "precision", "recall")  # strict IOB2 entities, micro-averaged over types
 
@@ -84,7 +83,7 @@ class TokenTasks(TaskType):
             raise DataError("the files' tag schemes differ: " + ", ".join(f"{f.path}: {f.scheme}" for f in files)
                             + "; give --data.scheme")
         scheme = schemes.pop() if schemes else "none"
-        train = head_of(train_file.examples, cfg.max_train_examples) if with_train and train_file else []
+        train = train_file.examples[:cfg.max_train_examples] if with_train and train_file else []
         # The tags are the whole training file's, also when only its first examples train (a quick run still
         # knows every tag that its dev data may hold).
         labelled_from = train_file.examples if with_train and train_file else (dev_file.examples if dev_file else [])
@@ -96,20 +95,19 @@ class TokenTasks(TaskType):
         def checked(file: Any) -> list[TokenExample]:
             if file is None:
                 return []
-            examples = head_of(file.examples, cfg.max_eval_examples)
+            examples = file.examples[:cfg.max_eval_examples]
             if tags is None:
                 return examples
             return check_tags(examples, tags, file.path, cfg.unknown_tags, format=file.format)
 
         dev = checked(dev_file)
         held = checked(held_file)
-        test = head_of(test_file.examples, cfg.max_eval_examples) if test_file is not None else []
+        test = test_file.examples[:cfg.max_eval_examples] if test_file is not None else []
         metrics = ENTITY_METRICS if scheme != "none" else ("accuracy",)
-        task = TaskData(name, tags, metrics, train, {"dev": dev} if dev else {}, {"test": test} if test else {},
+        return TaskData(name, tags, metrics, train, {"dev": dev} if dev else {}, {"test": test} if test else {},
                         held_out={"test": held} if held else {},
                         options={"scheme": scheme, "subword": cfg.subword, "context": cfg.context,
                                  "tag_column": cfg.tag_column})
-        return task
 
     def model_options(self, task: TaskData) -> dict[str, Any]:
         """The sub-token a word is read at, and how the data was read (``hire evaluate`` reads it the same way)."""
@@ -138,19 +136,16 @@ class TokenTasks(TaskType):
 
         (indices, logits, scored, weights), seconds = model_outputs(model, loader, accelerator, take, desc)
         per_item: list[np.ndarray | None] = [None] * len(split)
-        item_weights: list[np.ndarray | None] = [None] * len(split)
-        for index, q, mask, lw in zip(indices, logits, scored, weights, strict=True):
+        for index, q, mask in zip(indices, logits, scored, strict=True):
             for row, i in enumerate(index.tolist()):
                 per_item[i] = q[row][mask[row].bool()].numpy()
-                item_weights[i] = lw[row].numpy()
         word_logits = split.merge(per_item)  # type: ignore[arg-type]
+        item_weights = torch.cat(weights)[torch.cat(indices).argsort()].numpy()  # (items, l + 1), in item order
         layer_weights = None
-        if item_weights and item_weights[0] is not None and item_weights[0].shape[0]:
-            sums = np.zeros((len(word_logits), item_weights[0].shape[0]))
-            counts = np.zeros((len(word_logits), 1))
-            for i, e in enumerate(split.item_example):  # an example's windows each weight the layers: their mean
-                sums[e] += item_weights[i]
-                counts[e] += 1
+        if item_weights.shape[1]:  # an example's windows each weight the layers: their mean
+            sums = np.zeros((len(word_logits), item_weights.shape[1]))
+            np.add.at(sums, split.item_example, item_weights)
+            counts = np.bincount(split.item_example, minlength=len(word_logits))[:, None]
             layer_weights = sums / np.maximum(counts, 1)
         return Predictions(word_logits, layer_weights, seconds)
 
