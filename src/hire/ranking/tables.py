@@ -14,7 +14,7 @@ from typing import Any
 
 from hire.probing.grid import ResultsFormat
 from hire.probing.pooling import POOLINGS
-from hire.probing.tables import slug
+from hire.probing.tables import new_axes, pct, save_png, slug, write_text
 from hire.reporting import csv_table, markdown_table
 
 FORMAT = "hire-rank-probe/1"
@@ -40,10 +40,6 @@ def block_name(block: dict[str, Any]) -> str:
     return block["scorer"] if block["loss"] == "none" else f"{block['scorer']}, {block['loss']} loss"
 
 
-def _pct(value: float) -> str:
-    return f"{100 * value:.2f}"
-
-
 def grid(block: dict[str, Any], split: str, measure: str = "map") -> dict[str, dict[str, float]]:
     """``{row: {pooling: value}}`` of a block on ``split``, in table order."""
     table: dict[str, dict[str, float]] = {}
@@ -61,7 +57,7 @@ def block_table(block: dict[str, Any], split: str) -> tuple[list[str], list[list
     for row, cells in table.items():
         values = []
         for p in POOLINGS:
-            text = _pct(cells[p])
+            text = pct(cells[p])
             text = f"**{text}**" if cells[p] == top else text
             values.append(f"{text} †" if (row, p) == chosen else text)
         rows.append([row, *values])
@@ -81,18 +77,18 @@ def summary_section(results: dict[str, Any]) -> str:
     bm25 = results.get("bm25") or {}
     if "dev" in bm25:
         s = bm25["settings"]
-        rows.append([f"BM25 (k1 {s['k1']}, b {s['b']}, {s['method']})", "", "", _pct(bm25["dev"]["map"]),
-                     *[_pct(bm25[split][m]) for m in MEASURES], ""])
+        rows.append([f"BM25 (k1 {s['k1']}, b {s['b']}, {s['method']})", "", "", pct(bm25["dev"]["map"]),
+                     *[pct(bm25[split][m]) for m in MEASURES], ""])
     for label, record in results["results"].items():
         for block in record["blocks"].values():
             cell = chosen_cell(block)
-            rows.append([f"{label}: {block_name(block)}", cell["row"], cell["pooling"], _pct(cell["dev"]["map"]),
-                         *[_pct(cell[split][m]) for m in MEASURES], f"{block['seconds']:.1f}"])
+            rows.append([f"{label}: {block_name(block)}", cell["row"], cell["pooling"], pct(cell["dev"]["map"]),
+                         *[pct(cell[split][m]) for m in MEASURES], f"{block['seconds']:.1f}"])
     best = results.get("best")
     lines = ["## Summary: each block's cell chosen by dev MAP", "", *markdown_table(header, rows, align="lllr"), ""]
     if best:
         lines += [f"Best by dev MAP: {best['label']}, {best['scorer']} ({best['loss']}), feature set {best['row']}, "
-                  f"{best['pooling']} pooling: {split} MAP {_pct(best[split]['map'])}; run files "
+                  f"{best['pooling']} pooling: {split} MAP {pct(best[split]['map'])}; run files "
                   f"{', '.join(best['runs'].values())} (qrels in qrels/).", ""]
     return "\n".join(lines)
 
@@ -103,19 +99,14 @@ def pooling_averages(record: dict[str, Any], split: str) -> tuple[list[str], lis
     rows = []
     for block in record["blocks"].values():
         table = grid(block, split)
-        rows.append([block_name(block), *[_pct(sum(table[r][p] for r in layers) / len(layers)) for p in POOLINGS]])
+        rows.append([block_name(block), *[pct(sum(table[r][p] for r in layers) / len(layers)) for p in POOLINGS]])
     return ["block", *POOLINGS], rows
 
 
 def plot_pooling(path: Path, label: str, record: dict[str, Any], pooling: str, split: str,
                  bm25: float | None) -> None:
     """MAP against the hidden state for one pooling, one line per block, BM25 dashed (deterministic PNG)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(7, 4.2))
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
+    fig, ax = new_axes()
     layers = list(range(record["num_hidden_states"]))
     for block in record["blocks"].values():
         table = grid(block, split)
@@ -129,14 +120,7 @@ def plot_pooling(path: Path, label: str, record: dict[str, Any], pooling: str, s
     ax.set_title(f"{label}: {split} MAP by hidden state, {pooling} pooling", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    save_png(fig, path)
 
 
 def encoder_section(label: str, record: dict[str, Any], results: dict[str, Any], out: Path) -> str:
@@ -154,7 +138,7 @@ def encoder_section(label: str, record: dict[str, Any], results: dict[str, Any],
             csv.append([block_name(block), block["scorer"], block["loss"], c["row"],
                         "+".join(map(str, c["layers"])), c["pooling"], str(c.get("best_epoch", "")),
                         *[f"{c[s][m]:.6f}" for s in ("dev", "test") if s in c for m in MEASURES]])
-    _write(out / "tables" / f"{slug(label)}.csv", csv_table(csv))
+    write_text(out / "tables" / f"{slug(label)}.csv", csv_table(csv))
     header, rows = pooling_averages(record, split)
     parts += ["### Pooling averages over layers 1..l", "", *markdown_table(header, rows, align="lr"), ""]
     bm25 = (results.get("bm25") or {}).get(split, {}).get("map")
@@ -203,5 +187,5 @@ def write_report(results: dict[str, Any], out: str | Path) -> str:
               if record["blocks"]]
     parts.append(timing_section(results))
     text = "\n".join(parts)
-    _write(out / "report.md", text)
+    write_text(out / "report.md", text)
     return text
