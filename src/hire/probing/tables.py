@@ -9,6 +9,7 @@ encoder. Across tasks: each pooling's average over the Transformer layers ``1..l
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,11 +58,31 @@ def difference(base: dict[str, dict[str, float]], other: dict[str, dict[str, flo
             for row in base if row in other]
 
 
+def layer_means(table: dict[str, dict[str, float]], num_hidden_states: int) -> dict[str, float]:
+    """Each pooling's mean over the rows of the single Transformer layers 1..l of ``table`` (``0`` alone where
+    there is no layer beyond the embeddings)."""
+    layers = [str(i) for i in range(1, num_hidden_states)] or ["0"]
+    return {p: sum(table[r][p] for r in layers) / len(layers) for p in POOLINGS}
+
+
 def pooling_averages(record: dict[str, Any], headline: str) -> dict[str, float]:
     """Each pooling's mean over the single Transformer layers 1..l (the study's Table 1)."""
-    table = grid(record, headline)
-    layers = [str(i) for i in range(1, record["num_hidden_states"])] or ["0"]
-    return {p: sum(table[r][p] for r in layers) / len(layers) for p in POOLINGS}
+    return layer_means(grid(record, headline), record["num_hidden_states"])
+
+
+def task_records(results: dict[str, Any], labels: list[str]) -> Iterator[tuple[str, dict[str, Any], str, Any]]:
+    """``(task name, task, label, the encoder's result on the task)`` for every task of ``results`` in order and
+    every encoder of ``labels`` probed on it, in ``labels``' order."""
+    for name, task in results["tasks"].items():
+        for label in labels:
+            if label in task["results"]:
+                yield name, task, label, task["results"][label]
+
+
+def encoder_lines(results: dict[str, Any]) -> list[str]:
+    """A report's list of its encoders: label, spec, kind and the start of the weights' sha256."""
+    return [f"- {e['label']}: {e['encoder']} ({e['kind']}, weights sha256 {e['fingerprint'][:12]})"
+            for e in results["encoders"]]
 
 
 def metric_name(metrics: list[str]) -> str:
@@ -154,12 +175,10 @@ def averages_section(results: dict[str, Any], labels: list[str], out: Path) -> s
     """The pooling averages over layers 1..l, per task and encoder, and their mean over tasks."""
     header, rows = ["task", "encoder", *POOLINGS], []
     per_label: dict[str, list[dict[str, float]]] = {label: [] for label in labels}
-    for name, task in results["tasks"].items():
-        for label in labels:
-            if label in task["results"]:
-                avg = pooling_averages(task["results"][label], task["headline"])
-                per_label[label].append(avg)
-                rows.append([name, label, *[pct(avg[p]) for p in POOLINGS]])
+    for name, task, label, record in task_records(results, labels):
+        avg = pooling_averages(record, task["headline"])
+        per_label[label].append(avg)
+        rows.append([name, label, *[pct(avg[p]) for p in POOLINGS]])
     if len(results["tasks"]) > 1:
         for label, avgs in per_label.items():
             if avgs:  # an encoder probed on fewer tasks than the grid says over how many it averages
@@ -183,15 +202,12 @@ def which_layer_section(results: dict[str, Any], labels: list[str], out: Path) -
     """Which layer to use: per task and encoder, the last layer (its best pooling), the best single hidden
     state and the best concatenation, each with its pooling."""
     header, rows = ["task", "encoder", "last layer", "best single state", "best concatenation"], []
-    for name, task in results["tasks"].items():
-        for label in labels:
-            if label not in task["results"]:
-                continue
-            table = grid(task["results"][label], task["headline"])
-            states = [row for row in table if row.isdigit()]
-            concatenations = [row for row in table if not row.isdigit()]
-            rows.append([name, label, _best_of(table, states[-1:], name_row=False), _best_of(table, states),
-                         _best_of(table, concatenations)])
+    for name, task, label, record in task_records(results, labels):
+        table = grid(record, task["headline"])
+        states = [row for row in table if row.isdigit()]
+        concatenations = [row for row in table if not row.isdigit()]
+        rows.append([name, label, _best_of(table, states[-1:], name_row=False), _best_of(table, states),
+                     _best_of(table, concatenations)])
     write_text(out / "which_layer.csv", csv_table([header, *rows]))
     text = "\n".join(["## Which layer? The last layer against the best single state and concatenation", "",
                       "Scores x 100 on each task's headline split, with the hidden state (0 = embeddings) and "
@@ -203,14 +219,11 @@ def which_layer_section(results: dict[str, Any], labels: list[str], out: Path) -
 def timing_section(results: dict[str, Any], labels: list[str]) -> str:
     header = ["task", "encoder", "sentences", "features", "encode s", "fit s", "feature sets"]
     rows, encode, fit = [], 0.0, 0.0
-    for name, task in results["tasks"].items():
-        for label in labels:
-            if label in task["results"]:
-                r = task["results"][label]
-                encode, fit = encode + r["seconds"]["encode"], fit + r["seconds"]["fit"]
-                cached = "cached" if all(r["cached"].values()) else "encoded"
-                rows.append([name, label, str(r["sentences"]), cached, f"{r['seconds']['encode']:.1f}",
-                             f"{r['seconds']['fit']:.1f}", str(len({(x['row'], x['pooling']) for x in r['rows']}))])
+    for name, _, label, r in task_records(results, labels):
+        encode, fit = encode + r["seconds"]["encode"], fit + r["seconds"]["fit"]
+        cached = "cached" if all(r["cached"].values()) else "encoded"
+        rows.append([name, label, str(r["sentences"]), cached, f"{r['seconds']['encode']:.1f}",
+                     f"{r['seconds']['fit']:.1f}", str(len({(x['row'], x['pooling']) for x in r['rows']}))])
     total = (f"In all {(encode + fit) / 60:.1f} min: {encode / 60:.1f} encoding, {fit / 60:.1f} fitting "
              "(encoding only where no features were cached).")
     m = results["machine"]
@@ -226,9 +239,7 @@ def write_report(results: dict[str, Any], out: str | Path) -> str:
     out = Path(out)
     labels = [e["label"] for e in results["encoders"]]
     folds = results["config"]["probe"]["folds"]
-    encoders = [f"- {e['label']}: {e['encoder']} ({e['kind']}, weights sha256 {e['fingerprint'][:12]})"
-                for e in results["encoders"]]
-    sections = ["# Layer-wise probe", "", *encoders, ""]
+    sections = ["# Layer-wise probe", "", *encoder_lines(results), ""]
     sections += [task_report(name, task, [x for x in labels if x in task["results"]], folds, out)
                  for name, task in results["tasks"].items()]
     sections += [which_layer_section(results, labels, out), averages_section(results, labels, out),

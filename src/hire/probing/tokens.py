@@ -59,7 +59,7 @@ from hire.data.examples import DataError, TokenExample
 from hire.featurebased.encoding import WordEncoding
 from hire.options import choose_names
 from hire.probing.cli import check_encoders, check_results_dir
-from hire.probing.tables import LINE_STYLES, new_axes, pct, save_png
+from hire.probing.tables import LINE_STYLES, new_axes, pct, save_png, task_records
 
 RESULTS_VERSION = 1
 SPLITS = ("train", "dev", "test")
@@ -564,18 +564,14 @@ def summary_rows(results: dict[str, Any], labels: list[str]) -> list[list[str]]:
     """Per task and encoder: the majority, layer 0, the last layer, the best layer and score, the expected
     layer, the best selectivity (test)."""
     rows = []
-    for name, task in results["tasks"].items():
-        for label in labels:
-            if label not in task["results"]:
-                continue
-            cell = task["results"][label]
-            acc = [c["task"][HEADLINE]["accuracy"] for c in cell["layers"]]
-            sel = [c["selectivity"][HEADLINE] for c in cell["layers"]]
-            s = cell["summary"]
-            rows.append([name, label, pct(task["majority"][HEADLINE]["accuracy"]), pct(acc[0]), pct(acc[-1]),
-                         f"{s['best_layer']} ({pct(s['best'])})", _layer(s["expected_layer"]),
-                         _layer(s["expected_layer_cumulative"]),
-                         f"{s['best_selectivity_layer']} ({pct(sel[s['best_selectivity_layer']])})"])
+    for name, task, label, cell in task_records(results, labels):
+        acc = [c["task"][HEADLINE]["accuracy"] for c in cell["layers"]]
+        sel = [c["selectivity"][HEADLINE] for c in cell["layers"]]
+        s = cell["summary"]
+        rows.append([name, label, pct(task["majority"][HEADLINE]["accuracy"]), pct(acc[0]), pct(acc[-1]),
+                     f"{s['best_layer']} ({pct(s['best'])})", _layer(s["expected_layer"]),
+                     _layer(s["expected_layer_cumulative"]),
+                     f"{s['best_selectivity_layer']} ({pct(sel[s['best_selectivity_layer']])})"])
     return rows
 
 
@@ -630,12 +626,8 @@ def write_report(results: dict[str, Any], out: str | Path) -> str:
               "![accuracy by hidden state, every task](figures/layers.png)", ""]
     for name, task in results["tasks"].items():
         parts += task_section(name, task, [x for x in labels if x in task["results"]])
-    time_rows = []
-    for name, task in results["tasks"].items():
-        for label in labels:
-            if label in task["results"]:
-                sec = task["results"][label]["seconds"]
-                time_rows.append([name, label, f"{sec['encode']:.1f}", f"{sec['fit']:.1f}"])
+    time_rows = [[name, label, f"{cell['seconds']['encode']:.1f}", f"{cell['seconds']['fit']:.1f}"]
+                 for name, _, label, cell in task_records(results, labels)]
     m = results.get("machine", {})
     where = ", ".join(f"{k} {m[k]}" for k in ("device", "cpu", "cpu_count", "gpu", "torch", "fit_threads") if k in m)
     parts += ["## Time", "", where, "", *markdown_table(["task", "encoder", "encode s", "fit s"], time_rows,

@@ -14,7 +14,7 @@ from typing import Any
 
 from hire.probing.grid import ResultsFormat
 from hire.probing.pooling import POOLINGS
-from hire.probing.tables import new_axes, pct, save_png, slug, write_text
+from hire.probing.tables import encoder_lines, layer_means, new_axes, pct, save_png, slug, write_text
 from hire.reporting import csv_table, markdown_table
 
 FORMAT = "hire-rank-probe/1"
@@ -65,6 +65,7 @@ def block_table(block: dict[str, Any], split: str) -> tuple[list[str], list[list
 
 
 def chosen_cell(block: dict[str, Any]) -> dict[str, Any]:
+    """The block's cell chosen by dev MAP (the one whose run files are written)."""
     return next(c for c in block["rows"] if (c["row"], c["pooling"]) == (block["best"]["row"],
                                                                          block["best"]["pooling"]))
 
@@ -95,11 +96,8 @@ def summary_section(results: dict[str, Any]) -> str:
 
 def pooling_averages(record: dict[str, Any], split: str) -> tuple[list[str], list[list[str]]]:
     """Each block's mean MAP per pooling over the Transformer layers 1..l (the study's pooling comparison)."""
-    layers = [str(i) for i in range(1, record["num_hidden_states"])] or ["0"]
-    rows = []
-    for block in record["blocks"].values():
-        table = grid(block, split)
-        rows.append([block_name(block), *[pct(sum(table[r][p] for r in layers) / len(layers)) for p in POOLINGS]])
+    rows = [[block_name(block), *map(pct, layer_means(grid(block, split), record["num_hidden_states"]).values())]
+            for block in record["blocks"].values()]
     return ["block", *POOLINGS], rows
 
 
@@ -175,14 +173,12 @@ def write_report(results: dict[str, Any], out: str | Path) -> str:
                        for s in data["questions"])
     dropped = "; ".join(f"{s}: {', '.join(f'{n} {why}' for why, n in d.items() if n)}"
                         for s, d in data.get("dropped", {}).items() if any(d.values()))
-    encoders = [f"- {e['label']}: {e['encoder']} ({e['kind']}, weights sha256 {e['fingerprint'][:12]})"
-                for e in results["encoders"]]
     parts = ["# Answer ranking with a frozen encoder: layer x pooling x interaction", "",
              f"Data: {data['task']} (questions kept: {data['keep']}): {counts}."
              + (f" Dropped questions: {dropped}." if dropped else ""), "",
              "Questions and passages encoded apart; learned scorers trained on standardised features with early "
              "stopping on dev MAP. MAP, MRR and P@1 by trec_eval's definitions, over questions with a relevant "
-             "candidate.", "", *encoders, "", summary_section(results)]
+             "candidate.", "", *encoder_lines(results), "", summary_section(results)]
     parts += [encoder_section(label, record, results, out) for label, record in results["results"].items()
               if record["blocks"]]
     parts.append(timing_section(results))
