@@ -181,11 +181,11 @@ def csv_text(data: dict[str, Any]) -> str:
     writer.writerow(CSV_FIELDS)
     for row in data["rows"]:
         for header, key in columns(data):
-            cell, c = cell_of(row, key), cell_of(row, key).get("vs_baseline") or {}
+            cell = cell_of(row, key)
+            c = cell.get("vs_baseline") or {}
             ci = c.get("ci95") or [None, None]
-            median = cell["of_medians"] if key == AVERAGE else cell["median"]
             writer.writerow([data["table"], row["label"], row["baseline"] or "", header,
-                             data["metrics"].get(key, "score"), cell["cells"], cell["n"], _f(median),
+                             data["metrics"].get(key, "score"), cell["cells"], cell["n"], _f(median_of(row, key)),
                              _f(cell["mean"]), _f(cell["std"]), _f(cell["min"]), _f(cell["max"]),
                              _f(c.get("median_difference")), c.get("n", ""), _f(c.get("median")), _f(c.get("mean")),
                              _f(ci[0]), _f(ci[1]), _f(c.get("wilcoxon_p")),

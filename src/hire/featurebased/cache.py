@@ -43,19 +43,12 @@ from transformers import PreTrainedTokenizerBase
 from hire.data.examples import TokenExample
 from hire.data.tokens import SUBWORD_MODES, TokenCollator, encode_tokens
 from hire.encoder import Encoder
+from hire.probing.features import default_cache_dir, name_slug  # the same cache folder as `hire probe`'s
 
 if TYPE_CHECKING:
     from hire.probing.sources import EncoderSource
 
 FORMAT_VERSION = 1
-CACHE_ENV = "HIRE_FEATURE_CACHE"
-
-
-def default_cache_dir() -> Path:
-    """``$HIRE_FEATURE_CACHE``, else ``$XDG_CACHE_HOME/hire/features`` (``~/.cache/hire/features``)."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hire" / "features"
 
 
 @dataclass
@@ -121,10 +114,6 @@ def _check_subword(subword: str) -> None:
 
 def _sha256(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
-
-
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "-" for c in text)
 
 
 def _alive(pid: str) -> bool:
@@ -200,7 +189,7 @@ def cached_features(examples: Sequence[TokenExample], tokenizer: PreTrainedToken
     """
     _check_subword(subword)
     key = _sha256({"encoder": encoder_id, "data": data_key(examples, tokenizer, max_length, subword)})
-    folder = Path(cache_dir).expanduser() / f"{_slug(name)}-{key[:20]}"
+    folder = Path(cache_dir).expanduser() / f"{name_slug(name)}-{key[:20]}"
     found = _read(folder, key)
     if found is not None:
         return found

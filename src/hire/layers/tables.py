@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from hire.probing.tables import new_axes, pct, save_png
 from hire.reporting import csv_table, markdown_table
 
 RESULTS, TABLE, PLOT = "results.json", "reconstruction", "reconstruction.png"
@@ -34,10 +35,6 @@ def source_layers(record: dict[str, Any]) -> list[str]:
     return ["embeddings", *[str(s) for s in plan]]
 
 
-def _pct(value: float) -> str:
-    return f"{100 * value:.2f}"
-
-
 def _table(results: dict[str, Any]) -> tuple[list[str], list[list[str]], list[list[str]]]:
     """Header, Markdown rows (``*`` on duplicated layers' outputs) and CSV rows (with source layers)."""
     encoders = results["encoders"]
@@ -53,7 +50,7 @@ def _table(results: dict[str, Any]) -> tuple[list[str], list[list[str]], list[li
                 cells.append("")
                 marked.append("")
                 continue
-            cells.append(_pct(e["accuracy"][j]))
+            cells.append(pct(e["accuracy"][j]))
             marked.append(cells[-1] + ("*" if duplicated_states(e)[j] else ""))
         md.append([name, *marked])
         rows.append([str(j), *cells, *[source_layers(e)[j] if j <= e["num_layers"] else "" for e in deepened]])
@@ -78,13 +75,8 @@ def describe(results: dict[str, Any]) -> list[str]:
 
 def plot(results: dict[str, Any], path: Path) -> None:
     """Accuracy against depth, one line per encoder; duplicated layers' outputs ringed (deterministic PNG)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     relative = results["x_axis"] == "relative"
-    fig = Figure(figsize=(7, 4.2))
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
+    fig, ax = new_axes()
     ringed = False
     for i, e in enumerate(results["encoders"]):
         layers = e["num_layers"]
@@ -107,8 +99,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
     ax.set_title(f"Reconstruction of the input from each hidden state: {results['data']['name']}", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
+    save_png(fig, path)
 
 
 def write_report(results: dict[str, Any], out: str | Path) -> str:

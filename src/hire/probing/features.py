@@ -89,7 +89,9 @@ def cache_key(fingerprint: str, texts: tuple[list[str], list[str] | None], setti
     return digest.hexdigest()
 
 
-def _slug(text: str) -> str:
+def name_slug(text: str) -> str:
+    """``text`` as part of a cache file's name: every character other than a letter, a digit, ``-``, ``_`` or ``.``
+    replaced by ``-``."""
     return "".join(c if c.isalnum() or c in "-_." else "-" for c in text)
 
 
@@ -148,7 +150,7 @@ def split_features(source: EncoderSource, fingerprint: str, task: str, split: st
     """The split's features from the cache, or encoded now (and cached)."""
     texts = texts_of(examples)
     key = cache_key(fingerprint, texts, settings)
-    path = cache_dir / f"{_slug(task)}-{_slug(split)}-{key[:20]}.npz"
+    path = cache_dir / f"{name_slug(task)}-{name_slug(split)}-{key[:20]}.npz"
     cached = _read_cache(path, key)
     if cached is not None:
         return SplitFeatures(cached["a"], cached.get("b"), True, 0.0, path)

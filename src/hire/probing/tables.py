@@ -9,13 +9,14 @@ encoder. Across tasks: each pooling's average over the Transformer layers ``1..l
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from hire.probing.pooling import POOLINGS
 from hire.reporting import csv_table, markdown_table
 
-_STYLES = ("-", "--", ":", "-.")
+LINE_STYLES = ("-", "--", ":", "-.")  # one per encoder in a figure
 _COLOURS = {"cls": "#1f77b4", "sep": "#ff7f0e", "mean": "#2ca02c", "max": "#d62728"}
 
 
@@ -35,7 +36,8 @@ def _best(table: dict[str, dict[str, float]]) -> tuple[str, str]:
     return max(((row, p) for row, cells in table.items() for p in cells), key=lambda rp: table[rp[0]][rp[1]])
 
 
-def _pct(value: float) -> str:
+def pct(value: float) -> str:
+    """A fraction as points with two decimals: ``0.3234`` -> ``32.34``."""
     return f"{100 * value:.2f}"
 
 
@@ -44,7 +46,7 @@ def score_table(table: dict[str, dict[str, float]]) -> tuple[list[str], list[lis
     best = _best(table)
     md, rows = [], []
     for row, cells in table.items():
-        values = [_pct(cells[p]) for p in POOLINGS]
+        values = [pct(cells[p]) for p in POOLINGS]
         md.append([row, *[f"**{v}**" if (row, p) == best else v for p, v in zip(POOLINGS, values, strict=True)]])
         rows.append([row, *values, best[1] if row == best[0] else ""])
     return ["hidden state", *POOLINGS], md, rows
@@ -56,11 +58,31 @@ def difference(base: dict[str, dict[str, float]], other: dict[str, dict[str, flo
             for row in base if row in other]
 
 
+def layer_means(table: dict[str, dict[str, float]], num_hidden_states: int) -> dict[str, float]:
+    """Each pooling's mean over the rows of the single Transformer layers 1..l of ``table`` (``0`` alone where
+    there is no layer beyond the embeddings)."""
+    layers = [str(i) for i in range(1, num_hidden_states)] or ["0"]
+    return {p: sum(table[r][p] for r in layers) / len(layers) for p in POOLINGS}
+
+
 def pooling_averages(record: dict[str, Any], headline: str) -> dict[str, float]:
     """Each pooling's mean over the single Transformer layers 1..l (the study's Table 1)."""
-    table = grid(record, headline)
-    layers = [str(i) for i in range(1, record["num_hidden_states"])] or ["0"]
-    return {p: sum(table[r][p] for r in layers) / len(layers) for p in POOLINGS}
+    return layer_means(grid(record, headline), record["num_hidden_states"])
+
+
+def task_records(results: dict[str, Any], labels: list[str]) -> Iterator[tuple[str, dict[str, Any], str, Any]]:
+    """``(task name, task, label, the encoder's result on the task)`` for every task of ``results`` in order and
+    every encoder of ``labels`` probed on it, in ``labels``' order."""
+    for name, task in results["tasks"].items():
+        for label in labels:
+            if label in task["results"]:
+                yield name, task, label, task["results"][label]
+
+
+def encoder_lines(results: dict[str, Any]) -> list[str]:
+    """A report's list of its encoders: label, spec, kind and the start of the weights' sha256."""
+    return [f"- {e['label']}: {e['encoder']} ({e['kind']}, weights sha256 {e['fingerprint'][:12]})"
+            for e in results["encoders"]]
 
 
 def metric_name(metrics: list[str]) -> str:
@@ -84,18 +106,13 @@ def _describe(task: dict[str, Any], folds: int) -> str:
 
 def plot_layers(path: Path, name: str, task: dict[str, Any], labels: list[str]) -> None:
     """Score against hidden state, one colour per pooling, one line style per encoder (deterministic PNG)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(7, 4.2))
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
+    fig, ax = new_axes()
     for i, label in enumerate(labels):
         record = task["results"][label]
         table = grid(record, task["headline"])
         layers = list(range(record["num_hidden_states"]))
         for p in POOLINGS:
-            ax.plot(layers, [100 * table[str(j)][p] for j in layers], _STYLES[i % len(_STYLES)], marker="o",
+            ax.plot(layers, [100 * table[str(j)][p] for j in layers], LINE_STYLES[i % len(LINE_STYLES)], marker="o",
                     markersize=3, color=_COLOURS[p], label=f"{p} - {label}")
     ax.set_xticks(range(max(task["results"][label]["num_hidden_states"] for label in labels)))
     ax.set_xlabel("hidden state (0 = embeddings)")
@@ -103,11 +120,29 @@ def plot_layers(path: Path, name: str, task: dict[str, Any], labels: list[str]) 
     ax.set_title(f"{name}: {metric_name(task['metrics'])} by hidden state and pooling", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=len(labels))
+    save_png(fig, path)
+
+
+def new_axes(figsize: tuple[float, float] = (7, 4.2)) -> tuple[Any, Any]:
+    """A figure on matplotlib's Agg canvas (no pyplot state) and its one set of axes."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig, fig.add_subplot()
+
+
+def save_png(fig: Any, path: Path) -> None:
+    """``fig`` laid out tight and written to ``path`` (its folder made) as a PNG with no software version or time
+    stamp in it, so that the same results give the same bytes."""
     fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, metadata={"Software": None})
 
 
-def _write(path: Path, text: str) -> None:
+def write_text(path: Path, text: str) -> None:
+    """``text`` written to ``path``, its folder made."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
 
@@ -120,19 +155,19 @@ def task_report(name: str, task: dict[str, Any], labels: list[str], folds: int, 
     tables = {label: grid(task["results"][label], task["headline"]) for label in labels}
     for label in labels:
         header, md, rows = score_table(tables[label])
-        _write(folder / f"table-{slug(label)}.csv", csv_table([[*header, "best"], *rows]))
+        write_text(folder / f"table-{slug(label)}.csv", csv_table([[*header, "best"], *rows]))
         row, p = _best(tables[label])
         parts += [f"### {label}", "", *markdown_table(header, md, align="lr"), "",
-                  f"Best: hidden state {row}, {p} pooling: {_pct(tables[label][row][p])}.", ""]
+                  f"Best: hidden state {row}, {p} pooling: {pct(tables[label][row][p])}.", ""]
     for label in labels[1:]:
         diff = difference(tables[labels[0]], tables[label])
         header = ["hidden state", *POOLINGS]
-        _write(folder / f"difference-{slug(label)}.csv", csv_table([header, *diff]))
+        write_text(folder / f"difference-{slug(label)}.csv", csv_table([header, *diff]))
         parts += [f"### {label} minus {labels[0]} (points)", "", *markdown_table(header, diff, align="lr"), ""]
     plot_layers(folder / "layers.png", name, task, labels)
     parts += [f"![{name}: score by layer]({slug(name)}/layers.png)", ""]
     text = "\n".join(parts)
-    _write(folder / "table.md", text)
+    write_text(folder / "table.md", text)
     return text
 
 
@@ -140,21 +175,19 @@ def averages_section(results: dict[str, Any], labels: list[str], out: Path) -> s
     """The pooling averages over layers 1..l, per task and encoder, and their mean over tasks."""
     header, rows = ["task", "encoder", *POOLINGS], []
     per_label: dict[str, list[dict[str, float]]] = {label: [] for label in labels}
-    for name, task in results["tasks"].items():
-        for label in labels:
-            if label in task["results"]:
-                avg = pooling_averages(task["results"][label], task["headline"])
-                per_label[label].append(avg)
-                rows.append([name, label, *[_pct(avg[p]) for p in POOLINGS]])
+    for name, task, label, record in task_records(results, labels):
+        avg = pooling_averages(record, task["headline"])
+        per_label[label].append(avg)
+        rows.append([name, label, *[pct(avg[p]) for p in POOLINGS]])
     if len(results["tasks"]) > 1:
         for label, avgs in per_label.items():
             if avgs:  # an encoder probed on fewer tasks than the grid says over how many it averages
                 name = "mean" if len(avgs) == len(results["tasks"]) else f"mean of {len(avgs)} tasks"
-                rows.append([name, label, *[_pct(sum(a[p] for a in avgs) / len(avgs)) for p in POOLINGS]])
-    _write(out / "poolings.csv", csv_table([header, *rows]))
+                rows.append([name, label, *[pct(sum(a[p] for a in avgs) / len(avgs)) for p in POOLINGS]])
+    write_text(out / "poolings.csv", csv_table([header, *rows]))
     text = "\n".join(["## Pooling averages over layers 1..l (the study's Table 1)", "",
                       *markdown_table(header, rows, align="lr"), ""])
-    _write(out / "poolings.md", text)
+    write_text(out / "poolings.md", text)
     return text
 
 
@@ -162,41 +195,35 @@ def _best_of(table: dict[str, dict[str, float]], rows: list[str], name_row: bool
     """The best cell among ``rows`` of ``table``: ``"32.34 (4, mean)"``."""
     row, pooling = _best({r: table[r] for r in rows})
     where = f"{row.replace('(', '').replace(')', '')}, {pooling}" if name_row else pooling
-    return f"{_pct(table[row][pooling])} ({where})"
+    return f"{pct(table[row][pooling])} ({where})"
 
 
 def which_layer_section(results: dict[str, Any], labels: list[str], out: Path) -> str:
     """Which layer to use: per task and encoder, the last layer (its best pooling), the best single hidden
     state and the best concatenation, each with its pooling."""
     header, rows = ["task", "encoder", "last layer", "best single state", "best concatenation"], []
-    for name, task in results["tasks"].items():
-        for label in labels:
-            if label not in task["results"]:
-                continue
-            table = grid(task["results"][label], task["headline"])
-            states = [row for row in table if row.isdigit()]
-            concatenations = [row for row in table if not row.isdigit()]
-            rows.append([name, label, _best_of(table, states[-1:], name_row=False), _best_of(table, states),
-                         _best_of(table, concatenations)])
-    _write(out / "which_layer.csv", csv_table([header, *rows]))
+    for name, task, label, record in task_records(results, labels):
+        table = grid(record, task["headline"])
+        states = [row for row in table if row.isdigit()]
+        concatenations = [row for row in table if not row.isdigit()]
+        rows.append([name, label, _best_of(table, states[-1:], name_row=False), _best_of(table, states),
+                     _best_of(table, concatenations)])
+    write_text(out / "which_layer.csv", csv_table([header, *rows]))
     text = "\n".join(["## Which layer? The last layer against the best single state and concatenation", "",
                       "Scores x 100 on each task's headline split, with the hidden state (0 = embeddings) and "
                       "pooling that gave them.", "", *markdown_table(header, rows, align="lr"), ""])
-    _write(out / "which_layer.md", text)
+    write_text(out / "which_layer.md", text)
     return text
 
 
 def timing_section(results: dict[str, Any], labels: list[str]) -> str:
     header = ["task", "encoder", "sentences", "features", "encode s", "fit s", "feature sets"]
     rows, encode, fit = [], 0.0, 0.0
-    for name, task in results["tasks"].items():
-        for label in labels:
-            if label in task["results"]:
-                r = task["results"][label]
-                encode, fit = encode + r["seconds"]["encode"], fit + r["seconds"]["fit"]
-                cached = "cached" if all(r["cached"].values()) else "encoded"
-                rows.append([name, label, str(r["sentences"]), cached, f"{r['seconds']['encode']:.1f}",
-                             f"{r['seconds']['fit']:.1f}", str(len({(x['row'], x['pooling']) for x in r['rows']}))])
+    for name, _, label, r in task_records(results, labels):
+        encode, fit = encode + r["seconds"]["encode"], fit + r["seconds"]["fit"]
+        cached = "cached" if all(r["cached"].values()) else "encoded"
+        rows.append([name, label, str(r["sentences"]), cached, f"{r['seconds']['encode']:.1f}",
+                     f"{r['seconds']['fit']:.1f}", str(len({(x['row'], x['pooling']) for x in r['rows']}))])
     total = (f"In all {(encode + fit) / 60:.1f} min: {encode / 60:.1f} encoding, {fit / 60:.1f} fitting "
              "(encoding only where no features were cached).")
     m = results["machine"]
@@ -212,13 +239,11 @@ def write_report(results: dict[str, Any], out: str | Path) -> str:
     out = Path(out)
     labels = [e["label"] for e in results["encoders"]]
     folds = results["config"]["probe"]["folds"]
-    encoders = [f"- {e['label']}: {e['encoder']} ({e['kind']}, weights sha256 {e['fingerprint'][:12]})"
-                for e in results["encoders"]]
-    sections = ["# Layer-wise probe", "", *encoders, ""]
+    sections = ["# Layer-wise probe", "", *encoder_lines(results), ""]
     sections += [task_report(name, task, [x for x in labels if x in task["results"]], folds, out)
                  for name, task in results["tasks"].items()]
     sections += [which_layer_section(results, labels, out), averages_section(results, labels, out),
                  timing_section(results, labels)]
     text = "\n".join(sections)
-    _write(out / "report.md", text)
+    write_text(out / "report.md", text)
     return text

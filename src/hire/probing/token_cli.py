@@ -29,11 +29,6 @@ examples:
 """
 
 
-def parse_grid(text: str) -> tuple[float, ...]:
-    """``--c_grid``: positive numbers separated by commas; ConfigError otherwise."""
-    return positive_numbers("--c_grid", text)
-
-
 @dataclass(kw_only=True)
 class TokenProbeCommand:
     """Encode each word once with a frozen encoder (its first, last or mean sub-token, every hidden state, cached),
@@ -79,7 +74,7 @@ def _cmd_probe_tokens(args: TokenProbeCommand) -> int:
     from hire.probing.tokens import FitSettings, TokenProbeRun, parse_tasks, run_token_probes, summary_rows
 
     tasks = parse_tasks(args.tasks)
-    grid = parse_grid(args.c_grid)
+    grid = positive_numbers("--c_grid", args.c_grid)
     device = resolve_device(args.device)
     run = TokenProbeRun(encoders=split_words(args.encoders) or ["all-MiniLM-L6-v2"], tasks=tasks,
                         output_dir=args.output_dir, treebank=args.treebank, conll2003=args.conll2003,
@@ -118,4 +113,4 @@ def add_commands() -> list[Command]:
     ]
 
 
-__all__ = ["TokenProbeCommand", "add_commands", "parse_grid"]
+__all__ = ["TokenProbeCommand", "add_commands"]

@@ -59,6 +59,7 @@ from hire.data.examples import DataError, TokenExample
 from hire.featurebased.encoding import WordEncoding
 from hire.options import choose_names
 from hire.probing.cli import check_encoders, check_results_dir
+from hire.probing.tables import LINE_STYLES, new_axes, pct, save_png, task_records
 
 RESULTS_VERSION = 1
 SPLITS = ("train", "dev", "test")
@@ -517,13 +518,6 @@ def probe_task(task: TokenTask, splits: dict[str, WordSplit], features: dict[str
 
 # --- report -----------------------------------------------------------------------------------------------------
 
-_STYLES = ("-", "--", ":", "-.")
-
-
-def _pct(value: float) -> str:
-    return f"{100 * value:.2f}"
-
-
 def _layer(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
@@ -537,8 +531,8 @@ def task_section(name: str, task: dict[str, Any], labels: list[str]) -> list[str
     maj = task["majority"]
     parts = [f"## {name}", "", f"{task['description']}: {len(task['tags'])} tags; words: {words}.",
              f"Majority class ({maj['label']!r}): " + ", ".join(
-                 f"{s} {_pct(maj[s]['accuracy'])}" + (f" (macro F1 {_pct(maj[s]['macro_f1'])})"
-                                                      if "macro_f1" in maj[s] else "") for s in EVAL_SPLITS) + ".", ""]
+                 f"{s} {pct(maj[s]['accuracy'])}" + (f" (macro F1 {pct(maj[s]['macro_f1'])})"
+                                                     if "macro_f1" in maj[s] else "") for s in EVAL_SPLITS) + ".", ""]
     unseen = {s: n for s, n in task["unseen_tags"].items() if n}
     if unseen:
         parts += ["Words whose tag never occurs in training (always wrong): "
@@ -552,15 +546,15 @@ def task_section(name: str, task: dict[str, Any], labels: list[str]) -> list[str
         rows = []
         for c in cell["layers"]:
             t, k = c["task"], c["control"]
-            row = [str(c["layer"]), _pct(t["dev"]["accuracy"]), _pct(t["test"]["accuracy"]),
-                   _pct(k["dev"]["accuracy"]), _pct(k["test"]["accuracy"]),
-                   _pct(c["selectivity"]["dev"]), _pct(c["selectivity"]["test"])]
+            row = [str(c["layer"]), pct(t["dev"]["accuracy"]), pct(t["test"]["accuracy"]),
+                   pct(k["dev"]["accuracy"]), pct(k["test"]["accuracy"]),
+                   pct(c["selectivity"]["dev"]), pct(c["selectivity"]["test"])]
             if ner:
-                row += [_pct(t["dev"]["macro_f1"]), _pct(t["test"]["macro_f1"])]
+                row += [pct(t["dev"]["macro_f1"]), pct(t["test"]["macro_f1"])]
             rows.append([*row, f"{t['C']:g}", f"{k['C']:g}"])
         s = cell["summary"]
         parts += [f"### {label}", "", *markdown_table(header, rows, align="r"), "",
-                  f"Best layer {s['best_layer']} ({_pct(s['best'])} test accuracy); expected layer "
+                  f"Best layer {s['best_layer']} ({pct(s['best'])} test accuracy); expected layer "
                   f"{_layer(s['expected_layer'])} (running best {_layer(s['expected_layer_cumulative'])}); most "
                   f"selective layer {s['best_selectivity_layer']}.", ""]
     return parts
@@ -570,30 +564,21 @@ def summary_rows(results: dict[str, Any], labels: list[str]) -> list[list[str]]:
     """Per task and encoder: the majority, layer 0, the last layer, the best layer and score, the expected
     layer, the best selectivity (test)."""
     rows = []
-    for name, task in results["tasks"].items():
-        for label in labels:
-            if label not in task["results"]:
-                continue
-            cell = task["results"][label]
-            acc = [c["task"][HEADLINE]["accuracy"] for c in cell["layers"]]
-            sel = [c["selectivity"][HEADLINE] for c in cell["layers"]]
-            s = cell["summary"]
-            rows.append([name, label, _pct(task["majority"][HEADLINE]["accuracy"]), _pct(acc[0]), _pct(acc[-1]),
-                         f"{s['best_layer']} ({_pct(s['best'])})", _layer(s["expected_layer"]),
-                         _layer(s["expected_layer_cumulative"]),
-                         f"{s['best_selectivity_layer']} ({_pct(sel[s['best_selectivity_layer']])})"])
+    for name, task, label, cell in task_records(results, labels):
+        acc = [c["task"][HEADLINE]["accuracy"] for c in cell["layers"]]
+        sel = [c["selectivity"][HEADLINE] for c in cell["layers"]]
+        s = cell["summary"]
+        rows.append([name, label, pct(task["majority"][HEADLINE]["accuracy"]), pct(acc[0]), pct(acc[-1]),
+                     f"{s['best_layer']} ({pct(s['best'])})", _layer(s["expected_layer"]),
+                     _layer(s["expected_layer_cumulative"]),
+                     f"{s['best_selectivity_layer']} ({pct(sel[s['best_selectivity_layer']])})"])
     return rows
 
 
 def plot_tasks(path: Path, results: dict[str, Any], labels: list[str]) -> None:
     """Test accuracy (x 100, not normalised) against the hidden state: one colour per task, one line style per
     encoder (deterministic PNG)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(10, 4.5))
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
+    fig, ax = new_axes((10, 4.5))
     colours = [f"C{i}" for i in range(10)]
     most = 1
     for t, (name, task) in enumerate(results["tasks"].items()):
@@ -603,7 +588,7 @@ def plot_tasks(path: Path, results: dict[str, Any], labels: list[str]) -> None:
             layers = task["results"][label]["layers"]
             most = max(most, len(layers))
             ax.plot([c["layer"] for c in layers], [100 * c["task"][HEADLINE]["accuracy"] for c in layers],
-                    _STYLES[i % len(_STYLES)], marker="o", markersize=3, color=colours[t % len(colours)],
+                    LINE_STYLES[i % len(LINE_STYLES)], marker="o", markersize=3, color=colours[t % len(colours)],
                     label=f"{name} - {label}")
     ax.set_xticks(range(most))
     ax.set_xlabel("hidden state (0 = embeddings)")
@@ -612,9 +597,7 @@ def plot_tasks(path: Path, results: dict[str, Any], labels: list[str]) -> None:
                  fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the axes: never over a line
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, metadata={"Software": None})
+    save_png(fig, path)
 
 
 def write_report(results: dict[str, Any], out: str | Path) -> str:
@@ -643,12 +626,8 @@ def write_report(results: dict[str, Any], out: str | Path) -> str:
               "![accuracy by hidden state, every task](figures/layers.png)", ""]
     for name, task in results["tasks"].items():
         parts += task_section(name, task, [x for x in labels if x in task["results"]])
-    time_rows = []
-    for name, task in results["tasks"].items():
-        for label in labels:
-            if label in task["results"]:
-                sec = task["results"][label]["seconds"]
-                time_rows.append([name, label, f"{sec['encode']:.1f}", f"{sec['fit']:.1f}"])
+    time_rows = [[name, label, f"{cell['seconds']['encode']:.1f}", f"{cell['seconds']['fit']:.1f}"]
+                 for name, _, label, cell in task_records(results, labels)]
     m = results.get("machine", {})
     where = ", ".join(f"{k} {m[k]}" for k in ("device", "cpu", "cpu_count", "gpu", "torch", "fit_threads") if k in m)
     parts += ["## Time", "", where, "", *markdown_table(["task", "encoder", "encode s", "fit s"], time_rows,

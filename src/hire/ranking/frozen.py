@@ -49,7 +49,7 @@ from hire.probing.pooling import POOLINGS
 from hire.probing.sources import EncoderSource
 from hire.probing.tables import slug
 from hire.ranking.bm25 import BM25Settings, bm25_scores
-from hire.ranking.tables import FORMAT, GROWS, read_results
+from hire.ranking.tables import FORMAT, GROWS, chosen_cell, read_results
 
 SCORERS = ("cosine", "bilinear", "logistic", "mlp")
 LEARNED = SCORERS[1:]
@@ -605,8 +605,7 @@ def overall_best(results: dict[str, Any]) -> dict[str, Any] | None:
     best: dict[str, Any] | None = None
     for label, record in results["results"].items():
         for block in record["blocks"].values():
-            cell = next(r for r in block["rows"] if (r["row"], r["pooling"]) == (block["best"]["row"],
-                                                                               block["best"]["pooling"]))
+            cell = chosen_cell(block)
             if best is None or cell["dev"]["map"] > best["dev"]["map"]:
                 best = {"label": label, "scorer": block["scorer"], "loss": block["loss"], **cell,
                         "runs": block["best"]["runs"]}

@@ -14,7 +14,7 @@ from typing import Any
 
 from hire.probing.grid import ResultsFormat
 from hire.probing.pooling import POOLINGS
-from hire.probing.tables import slug
+from hire.probing.tables import encoder_lines, layer_means, new_axes, pct, save_png, slug, write_text
 from hire.reporting import csv_table, markdown_table
 
 FORMAT = "hire-rank-probe/1"
@@ -40,10 +40,6 @@ def block_name(block: dict[str, Any]) -> str:
     return block["scorer"] if block["loss"] == "none" else f"{block['scorer']}, {block['loss']} loss"
 
 
-def _pct(value: float) -> str:
-    return f"{100 * value:.2f}"
-
-
 def grid(block: dict[str, Any], split: str, measure: str = "map") -> dict[str, dict[str, float]]:
     """``{row: {pooling: value}}`` of a block on ``split``, in table order."""
     table: dict[str, dict[str, float]] = {}
@@ -61,7 +57,7 @@ def block_table(block: dict[str, Any], split: str) -> tuple[list[str], list[list
     for row, cells in table.items():
         values = []
         for p in POOLINGS:
-            text = _pct(cells[p])
+            text = pct(cells[p])
             text = f"**{text}**" if cells[p] == top else text
             values.append(f"{text} †" if (row, p) == chosen else text)
         rows.append([row, *values])
@@ -69,6 +65,7 @@ def block_table(block: dict[str, Any], split: str) -> tuple[list[str], list[list
 
 
 def chosen_cell(block: dict[str, Any]) -> dict[str, Any]:
+    """The block's cell chosen by dev MAP (the one whose run files are written)."""
     return next(c for c in block["rows"] if (c["row"], c["pooling"]) == (block["best"]["row"],
                                                                          block["best"]["pooling"]))
 
@@ -81,41 +78,33 @@ def summary_section(results: dict[str, Any]) -> str:
     bm25 = results.get("bm25") or {}
     if "dev" in bm25:
         s = bm25["settings"]
-        rows.append([f"BM25 (k1 {s['k1']}, b {s['b']}, {s['method']})", "", "", _pct(bm25["dev"]["map"]),
-                     *[_pct(bm25[split][m]) for m in MEASURES], ""])
+        rows.append([f"BM25 (k1 {s['k1']}, b {s['b']}, {s['method']})", "", "", pct(bm25["dev"]["map"]),
+                     *[pct(bm25[split][m]) for m in MEASURES], ""])
     for label, record in results["results"].items():
         for block in record["blocks"].values():
             cell = chosen_cell(block)
-            rows.append([f"{label}: {block_name(block)}", cell["row"], cell["pooling"], _pct(cell["dev"]["map"]),
-                         *[_pct(cell[split][m]) for m in MEASURES], f"{block['seconds']:.1f}"])
+            rows.append([f"{label}: {block_name(block)}", cell["row"], cell["pooling"], pct(cell["dev"]["map"]),
+                         *[pct(cell[split][m]) for m in MEASURES], f"{block['seconds']:.1f}"])
     best = results.get("best")
     lines = ["## Summary: each block's cell chosen by dev MAP", "", *markdown_table(header, rows, align="lllr"), ""]
     if best:
         lines += [f"Best by dev MAP: {best['label']}, {best['scorer']} ({best['loss']}), feature set {best['row']}, "
-                  f"{best['pooling']} pooling: {split} MAP {_pct(best[split]['map'])}; run files "
+                  f"{best['pooling']} pooling: {split} MAP {pct(best[split]['map'])}; run files "
                   f"{', '.join(best['runs'].values())} (qrels in qrels/).", ""]
     return "\n".join(lines)
 
 
 def pooling_averages(record: dict[str, Any], split: str) -> tuple[list[str], list[list[str]]]:
     """Each block's mean MAP per pooling over the Transformer layers 1..l (the study's pooling comparison)."""
-    layers = [str(i) for i in range(1, record["num_hidden_states"])] or ["0"]
-    rows = []
-    for block in record["blocks"].values():
-        table = grid(block, split)
-        rows.append([block_name(block), *[_pct(sum(table[r][p] for r in layers) / len(layers)) for p in POOLINGS]])
+    rows = [[block_name(block), *map(pct, layer_means(grid(block, split), record["num_hidden_states"]).values())]
+            for block in record["blocks"].values()]
     return ["block", *POOLINGS], rows
 
 
 def plot_pooling(path: Path, label: str, record: dict[str, Any], pooling: str, split: str,
                  bm25: float | None) -> None:
     """MAP against the hidden state for one pooling, one line per block, BM25 dashed (deterministic PNG)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(7, 4.2))
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
+    fig, ax = new_axes()
     layers = list(range(record["num_hidden_states"]))
     for block in record["blocks"].values():
         table = grid(block, split)
@@ -129,14 +118,7 @@ def plot_pooling(path: Path, label: str, record: dict[str, Any], pooling: str, s
     ax.set_title(f"{label}: {split} MAP by hidden state, {pooling} pooling", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    save_png(fig, path)
 
 
 def encoder_section(label: str, record: dict[str, Any], results: dict[str, Any], out: Path) -> str:
@@ -154,7 +136,7 @@ def encoder_section(label: str, record: dict[str, Any], results: dict[str, Any],
             csv.append([block_name(block), block["scorer"], block["loss"], c["row"],
                         "+".join(map(str, c["layers"])), c["pooling"], str(c.get("best_epoch", "")),
                         *[f"{c[s][m]:.6f}" for s in ("dev", "test") if s in c for m in MEASURES]])
-    _write(out / "tables" / f"{slug(label)}.csv", csv_table(csv))
+    write_text(out / "tables" / f"{slug(label)}.csv", csv_table(csv))
     header, rows = pooling_averages(record, split)
     parts += ["### Pooling averages over layers 1..l", "", *markdown_table(header, rows, align="lr"), ""]
     bm25 = (results.get("bm25") or {}).get(split, {}).get("map")
@@ -191,17 +173,15 @@ def write_report(results: dict[str, Any], out: str | Path) -> str:
                        for s in data["questions"])
     dropped = "; ".join(f"{s}: {', '.join(f'{n} {why}' for why, n in d.items() if n)}"
                         for s, d in data.get("dropped", {}).items() if any(d.values()))
-    encoders = [f"- {e['label']}: {e['encoder']} ({e['kind']}, weights sha256 {e['fingerprint'][:12]})"
-                for e in results["encoders"]]
     parts = ["# Answer ranking with a frozen encoder: layer x pooling x interaction", "",
              f"Data: {data['task']} (questions kept: {data['keep']}): {counts}."
              + (f" Dropped questions: {dropped}." if dropped else ""), "",
              "Questions and passages encoded apart; learned scorers trained on standardised features with early "
              "stopping on dev MAP. MAP, MRR and P@1 by trec_eval's definitions, over questions with a relevant "
-             "candidate.", "", *encoders, "", summary_section(results)]
+             "candidate.", "", *encoder_lines(results), "", summary_section(results)]
     parts += [encoder_section(label, record, results, out) for label, record in results["results"].items()
               if record["blocks"]]
     parts.append(timing_section(results))
     text = "\n".join(parts)
-    _write(out / "report.md", text)
+    write_text(out / "report.md", text)
     return text
