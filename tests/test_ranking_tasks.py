@@ -199,6 +199,21 @@ def test_a_long_passage_is_cut_with_one_warning_that_counts(world):
     assert split.features[0]["input_ids"][1:1 + len(question)] == question  # the question is never cut here
 
 
+@pytest.mark.parametrize("encode", ["encode_pairs", "encode_apart"])
+@pytest.mark.parametrize("label", [None, float("nan")])
+def test_a_labelled_split_refuses_a_candidate_without_a_finite_label(world, encode, label):
+    import hire.tasktypes.ranking as ranking
+    from hire.data.ranking import RankingExample
+    from hire.model import load_tokenizer
+
+    tokenizer = load_tokenizer(str(world["encoder"]))
+    examples = [RankingExample("q", "where is the lake", "1", "in the north", 1.0),
+                RankingExample("q", "where is the lake", "2", "near the river", label)]
+    with pytest.raises(ValueError, match="a labelled split needs a finite label on every candidate"):
+        getattr(ranking, encode)(examples, tokenizer, 32)
+    assert getattr(ranking, encode)(examples, tokenizer, 32, labelled=False).labels is None
+
+
 def test_a_saved_ranker_scores_alike_in_transformers_and_hire_predict(world, tmp_path, capsys):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 

@@ -252,6 +252,14 @@ class RankingSplit(EncodedSplit):
         return _members(self.groups)
 
 
+def _labels(examples: Sequence[RankingExample]) -> list[float]:
+    """The candidates' labels as floats; a ValueError where one is missing or not finite (checked before the
+    conversion, so that a missing label is this message, not a TypeError)."""
+    if any(ex.label is None or not math.isfinite(float(ex.label)) for ex in examples):
+        raise ValueError("a labelled split needs a finite label on every candidate")
+    return [float(ex.label) for ex in examples]  # type: ignore[arg-type]
+
+
 def encode_pairs(examples: Sequence[RankingExample], tokenizer: Any, max_length: int,
                  labelled: bool = True) -> RankingSplit:
     """Tokenize each candidate as ``[CLS] question [SEP] passage [SEP]`` (the tokenizer's own pair layout) in at
@@ -294,9 +302,7 @@ def encode_pairs(examples: Sequence[RankingExample], tokenizer: Any, max_length:
                       f"{max_length} tokens together with their question{questions_note}", RuntimeWarning,
                       stacklevel=2)
     group_of = {qid: i for i, qid in enumerate(group_questions(examples))}
-    labels = [float(ex.label) for ex in examples] if labelled else None  # type: ignore[arg-type]
-    if labels is not None and any(label is None or not math.isfinite(label) for label in labels):
-        raise ValueError("a labelled split needs a finite label on every candidate")
+    labels = _labels(examples) if labelled else None
     return RankingSplit(features, labels, [group_of[ex.qid] for ex in examples], truncated)
 
 
@@ -386,9 +392,7 @@ def encode_apart(examples: Sequence[RankingExample], tokenizer: Any, max_length:
         warnings.warn(f"{truncated} of {len(examples)} passages were cut short to fit --data.max_length {max_length} "
                       f"tokens (questions and passages are encoded apart){note}", RuntimeWarning, stacklevel=2)
     group_of = {qid: i for i, qid in enumerate(group_questions(examples))}
-    labels = [float(ex.label) for ex in examples] if labelled else None  # type: ignore[arg-type]
-    if labels is not None and any(label is None or not math.isfinite(label) for label in labels):
-        raise ValueError("a labelled split needs a finite label on every candidate")
+    labels = _labels(examples) if labelled else None
     return BiRankingSplit(questions, passages, question_of, passage_of, labels,
                           [group_of[ex.qid] for ex in examples], truncated, tokenizer.pad_token_id)
 
