@@ -44,7 +44,9 @@ def encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 FEW = ["hire", "pool-cls@layer=1"]
 
 
-@pytest.fixture(scope="module", params=["few", pytest.param("every", marks=pytest.mark.slow)])
+# Two processes of torchrun, each run twice (half a minute): in CI's slow run. One process's training of every head
+# is covered fast (test_e2e, test_heads); what only two processes show is here.
+@pytest.fixture(scope="module", params=[pytest.param(p, marks=pytest.mark.slow) for p in ("few", "every")])
 def runs(encoder: Path, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> tuple[Path, Path]:
     one, two = tmp_path_factory.mktemp("one"), tmp_path_factory.mktemp("two")
     heads = FEW if request.param == "few" else []  # none named: ddp_heads.py trains every head

@@ -229,6 +229,10 @@ def snippets(encoder: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[st
     return {p["page"]: (outcome.get(p["page"], "did not run"), Path(p["cwd"])) for p in pages}
 
 
+# Every page's commands, run as a reader would (a minute and a half of one process): in CI's slow run. The fast run
+# checks the pages themselves: the strict build, the generated numbers (test_generated_pages_are_what_the_records_make)
+# and that every command not run is still on some page.
+@pytest.mark.slow
 @pytest.mark.parametrize("page", RUNNABLE)
 def test_every_snippet_of_the_page_runs(page: str, snippets: dict[str, tuple[str, Path]]) -> None:
     outcome, folder = snippets[page]

@@ -158,6 +158,7 @@ def test_bad_options_fail_with_one_clear_line(encoder: Path, tmp_path: Path, ext
     assert not (tmp_path / "run").exists()  # nothing written for a run that never started
 
 
+@pytest.mark.slow  # two processes; custom files read: test_data, trained and resumed: test_run_folders
 def test_custom_files_train_and_predict(encoder: Path, tmp_path: Path) -> None:
     rows = read_glue_split("MRPC", "train")[:40]
     header = "id,first,second,similarity\n"

@@ -106,6 +106,7 @@ def grid(tmp_path_factory: pytest.TempPathFactory) -> Grid:
 
 
 @needs_glue
+@pytest.mark.slow  # a grid of real runs; skipping finished cells alone: test_runners_with_other_runs_dirs_never_...
 def test_runs_advance_in_slices_and_finished_cells_are_skipped(grid: Grid, capsys: pytest.CaptureFixture) -> None:
     assert grid.states_after_one == ["done", "left", "left", "left"]  # seed-major: last-layer seed 1 first
     assert any("--max_runs 1 reached; 3 cells left" in line for line in grid.logs[0])

@@ -40,6 +40,7 @@ figure2: null
 """
 
 
+@pytest.mark.slow  # a grid of tagger runs; a tagger's run and entity F1 alone: test_token_tasks
 def test_a_tagger_grid_runs_and_reports_entity_f1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     train = write_conll(tmp_path / "train.conll", sentences(24, 0))
