@@ -30,9 +30,9 @@ from hire.probing.classifiers import (
     design_matrix,
     feature_sets,
     pair_features,
-    probe_feature_set,
 )
 from hire.probing.features import FeatureSettings, split_features
+from hire.probing.fit import probe_feature_set
 from hire.probing.pooling import POOLINGS, pool_hidden_states
 from hire.probing.sources import fingerprint, resolve_source
 from hire.probing.tasks import default_senteval_dir, load_probe_task, subsample

@@ -20,7 +20,7 @@ _EXPORTS = {
     "FeatureSettings": "features", "encode_texts": "features", "split_features": "features",
     "POOLINGS": "pooling", "pool_hidden_states": "pooling",
     "EncoderSource": "sources", "fingerprint": "sources", "resolve_source": "sources",
-    "CustomFiles": "tasks", "ProbeTask": "tasks", "load_probe_task": "tasks",
+    "CustomFiles": "tasks", "ProbeTask": "classifiers", "load_probe_task": "tasks",
     "ProbeOptions": "grid", "run_probe": "grid", "load_results": "grid",
     "write_report": "tables",
 }

@@ -23,13 +23,14 @@ reference the tests and ``scripts/check_probe_fitter.py`` compare that fitter wi
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 
 from hire.checks import ConfigError
+from hire.data.examples import Example
 from hire.metrics import compute_metrics, main_score
 from hire.probing.pooling import POOLINGS
 
@@ -44,6 +45,46 @@ class FeatureSet:
     row: str  # the table's row: "3", or a concatenation's name with its layers, "first+last (1+6)"
     layers: tuple[int, ...]
     pooling: str
+
+
+@dataclass
+class ProbeTask:
+    name: str
+    splits: dict[str, list[Example]]  # "all" (cross-validation), or "train" and labelled evaluation splits
+    label_names: list[str] | None  # None: regression
+    metrics: tuple[str, ...]
+    files: dict[str, str] = field(default_factory=dict)  # split -> the file it was read from
+    notes: list[str] = field(default_factory=list)  # what the reader had to say (rows skipped)
+
+    @property
+    def regression(self) -> bool:
+        return self.label_names is None
+
+    @property
+    def protocol(self) -> str:
+        return "cv" if "all" in self.splits else "split"
+
+    @property
+    def pair(self) -> bool:
+        return any(e.text_b is not None for examples in self.splits.values() for e in examples)
+
+    @property
+    def eval_splits(self) -> list[str]:
+        """The splits scores are reported on (``cv`` stands for the out-of-fold predictions)."""
+        return ["cv"] if self.protocol == "cv" else [s for s in self.splits if s != "train"]
+
+    @property
+    def headline(self) -> str:
+        """The split of the tables and plots: ``cv``, ``test`` where labelled, else the first dev split."""
+        return "test" if "test" in self.splits else self.eval_splits[0]
+
+    def labels(self, split: str) -> np.ndarray:
+        """Class ids (position in ``label_names``) or regression targets, in file order."""
+        examples = self.splits[split]
+        if self.label_names is None:
+            return np.array([float(e.label) for e in examples], dtype=np.float64)  # type: ignore[arg-type]
+        ids = {name: i for i, name in enumerate(self.label_names)}
+        return np.array([ids[str(e.label)] for e in examples], dtype=np.int64)
 
 
 def concatenations(num_hidden_states: int) -> dict[str, tuple[int, ...]]:
@@ -143,17 +184,6 @@ def cv_folds(y: np.ndarray, folds: int, regression: bool, seed: int) -> list[tup
     return list(splitter(n_splits=folds, shuffle=True, random_state=seed).split(np.zeros(len(y)), y))
 
 
-def probe_feature_set(features: dict[str, tuple[np.ndarray, np.ndarray | None]], labels: dict[str, np.ndarray],
-                      fs: FeatureSet, metrics: tuple[str, ...], regression: bool, settings: ProbeSettings,
-                      folds: list[tuple[np.ndarray, np.ndarray]] | None = None, device: str = "cpu",
-                      ) -> dict[str, Any]:
-    """Scores of one feature set (:func:`hire.probing.fit.probe_feature_sets` fits many at once). ``features``
-    maps each split to its ``(a, b)`` arrays; ``folds`` is given for cross-validation (split ``all``)."""
-    from hire.probing.fit import probe_feature_sets
-
-    return probe_feature_sets(features, labels, [fs], metrics, regression, settings, folds, device)[0]
-
-
 # --- the scikit-learn reference -------------------------------------------------------------------------------
 
 
@@ -234,8 +264,9 @@ def reference_probe_feature_set(features: dict[str, tuple[np.ndarray, np.ndarray
                                 regression: bool, settings: ProbeSettings,
                                 folds: list[tuple[np.ndarray, np.ndarray]] | None = None,
                                 tol: float | None = None) -> dict[str, Any]:
-    """:func:`probe_feature_set` with scikit-learn (``StandardScaler`` + ``LogisticRegression`` or ``RidgeCV``),
-    one feature set at a time: the reference that the batched fitter is checked against (linear probes only).
+    """:func:`hire.probing.fit.probe_feature_set` with scikit-learn (``StandardScaler`` + ``LogisticRegression`` or
+    ``RidgeCV``), one feature set at a time: the reference that the batched fitter is checked against (linear probes
+    only).
     ``tol``: ``LogisticRegression``'s, ``settings.tol`` unless given (smaller: closer to the optimum)."""
     fitter = _Reference(metrics, regression, settings, settings.tol if tol is None else tol)
     # float64 from the start: StandardScaler keeps float32 input in float32, and that rounding alone moves an

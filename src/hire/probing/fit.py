@@ -814,7 +814,7 @@ def probe_feature_sets(features: dict[str, tuple[np.ndarray, np.ndarray | None]]
                        device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
                        progress: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
     """Scores of every feature set in ``sets``, in their order, each as
-    :func:`hire.probing.classifiers.probe_feature_set` gives it. ``features`` maps each split to its ``(a, b)``
+    :func:`probe_feature_set` gives it. ``features`` maps each split to its ``(a, b)``
     arrays; ``folds`` is given for cross-validation (split ``all``); ``progress(k)`` is called as each batch of
     k sets is done. Logistic regressions are fitted one feature set at a time (all of its fits at once); ridge
     and MLP probes of a chunk of sets of one width at once (``dtype``: theirs)."""
@@ -847,3 +847,12 @@ def probe_feature_sets(features: dict[str, tuple[np.ndarray, np.ndarray | None]]
         if progress is not None:
             progress(len(chunk))
     return [r for r in results if r is not None]
+
+
+def probe_feature_set(features: dict[str, tuple[np.ndarray, np.ndarray | None]], labels: dict[str, np.ndarray],
+                      fs: FeatureSet, metrics: tuple[str, ...], regression: bool, settings: ProbeSettings,
+                      folds: list[tuple[np.ndarray, np.ndarray]] | None = None, device: str = "cpu",
+                      ) -> dict[str, Any]:
+    """Scores of one feature set (:func:`probe_feature_sets` fits many at once). ``features``
+    maps each split to its ``(a, b)`` arrays; ``folds`` is given for cross-validation (split ``all``)."""
+    return probe_feature_sets(features, labels, [fs], metrics, regression, settings, folds, device)[0]

@@ -1,6 +1,7 @@
 """The tasks a probe reads: GLUE, SentEval-style folders, and users' own files.
 
-Every task becomes a :class:`ProbeTask`: labelled splits, label names, metrics and a protocol.
+Every task becomes a :class:`~hire.probing.classifiers.ProbeTask`: labelled splits, label names, metrics and a
+protocol.
 
 - ``cv``: one split ``all`` and k-fold cross-validation (SentEval's MR, CR, MPQA; a custom task given
   only ``--train_file``).
@@ -23,6 +24,8 @@ from hire.data.examples import DataError, Example
 from hire.data.files import data_error, infer_label_names, iter_lines, read_table
 from hire.data.glue import GLUE_TASKS, default_glue_dir, get_task, read_glue_split
 from hire.metrics import task_metrics
+from hire.probing.classifiers import ProbeTask
+from hire.probing.ud import is_ud_task, load_ud_task
 
 SENTEVAL_ENV = "HIRE_SENTEVAL_DIR"
 
@@ -37,46 +40,6 @@ class CustomFiles:
     text_columns: list[str] = field(default_factory=lambda: ["sentence"])
     label_column: str = "label"
     regression: bool = False
-
-
-@dataclass
-class ProbeTask:
-    name: str
-    splits: dict[str, list[Example]]  # "all" (cross-validation), or "train" and labelled evaluation splits
-    label_names: list[str] | None  # None: regression
-    metrics: tuple[str, ...]
-    files: dict[str, str] = field(default_factory=dict)  # split -> the file it was read from
-    notes: list[str] = field(default_factory=list)  # what the reader had to say (rows skipped)
-
-    @property
-    def regression(self) -> bool:
-        return self.label_names is None
-
-    @property
-    def protocol(self) -> str:
-        return "cv" if "all" in self.splits else "split"
-
-    @property
-    def pair(self) -> bool:
-        return any(e.text_b is not None for examples in self.splits.values() for e in examples)
-
-    @property
-    def eval_splits(self) -> list[str]:
-        """The splits scores are reported on (``cv`` stands for the out-of-fold predictions)."""
-        return ["cv"] if self.protocol == "cv" else [s for s in self.splits if s != "train"]
-
-    @property
-    def headline(self) -> str:
-        """The split of the tables and plots: ``cv``, ``test`` where labelled, else the first dev split."""
-        return "test" if "test" in self.splits else self.eval_splits[0]
-
-    def labels(self, split: str) -> np.ndarray:
-        """Class ids (position in ``label_names``) or regression targets, in file order."""
-        examples = self.splits[split]
-        if self.label_names is None:
-            return np.array([float(e.label) for e in examples], dtype=np.float64)  # type: ignore[arg-type]
-        ids = {name: i for i, name in enumerate(self.label_names)}
-        return np.array([ids[str(e.label)] for e in examples], dtype=np.int64)
 
 
 def default_senteval_dir() -> Path:
@@ -101,8 +64,6 @@ def load_probe_task(name: str, data_dir: str | None = None, senteval_dir: str | 
     ``--treebank`` there while :class:`~hire.probing.grid.ProbeOptions` has no field of its own for it), else
     :func:`~hire.data.conllu.default_ud_dir`.
     """
-    from hire.probing.ud import is_ud_task, load_ud_task
-
     if is_ud_task(name):
         return load_ud_task(name, treebank if treebank is not None else data_dir, seed)
     if name.lower() == "custom":

@@ -31,7 +31,7 @@ import numpy as np
 
 from hire.data.conllu import SPLITS, Sentence, default_ud_dir, find_treebank, read_conllu
 from hire.data.examples import DataError, Example
-from hire.probing.tasks import ProbeTask
+from hire.probing.classifiers import ProbeTask
 
 MIN_TOKENS, MAX_TOKENS = 5, 28
 MIN_PER_CLASS = {"train": 50, "dev": 10, "test": 10}  # after balancing; fewer: the task is skipped
