@@ -43,8 +43,8 @@ sys.path.insert(0, str(Path(__file__).parent))  # run as a script or imported by
 from bench_common import command_main, machine_info
 from bench_heads import autocast, step_flops
 
-from hire.checks import ConfigError, check_encoder, check_output_folder
-from hire.config import check_max_length
+from hire.checks import ConfigError, check_output_folder
+from hire.config import check_encoder, check_max_length
 from hire.data.batching import BOOKKEEPING_KEYS, LengthGroupedBatches
 from hire.data.conll import read_conll2003, tag_names
 from hire.data.examples import DataError

@@ -393,8 +393,7 @@ def test_negative_scores_die_under_the_relu_of_eq_3_only(activation, make_model,
 
 
 def test_score_activation_is_checked(make_config):
-    from hire.checks import check_head
-    from hire.config import ConfigError
+    from hire.config import ConfigError, check_head
 
     with pytest.raises(ConfigError, match="score_activation: expected one of relu, none"):
         check_head("hire", {"score_activation": "sigmoid"})

@@ -243,8 +243,7 @@ def test_label_names_must_match_num_labels(make_config):
     ("hire", "weighting"), ("hire-no-extractor", "fusion"),  # variants are heads of their own
 ])
 def test_options_that_do_not_apply_are_errors(name, option, make_config):
-    from hire.checks import check_head
-    from hire.config import ConfigError
+    from hire.config import ConfigError, check_head
 
     assert option not in head_options(name)
     with pytest.raises(ValueError, match=f"has no option '{option}'; its options are: ") as err:

@@ -21,9 +21,8 @@ import torch
 from transformers import AutoModel, MPNetConfig
 
 from hire import build_model, load_tokenizer
-from hire.checks import check_encoder
 from hire.cli import main
-from hire.config import ConfigError
+from hire.config import ConfigError, check_encoder
 from hire.encoder import Encoder, resolve_encoder
 from hire.encoders_offline import ENCODERS, MARKER, OfflineEncoder, Part, encoders_dir, install, installed_encoder
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import stat
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -100,7 +99,7 @@ def path_kind(path: str | Path) -> str | None:
     return next((kind for is_kind, kind in _KINDS if is_kind(mode)), "not a file")
 
 
-_UNUSABLE = ("a symbolic link", "a path through", "a path that")  # what no command can read or write through
+UNUSABLE = ("a symbolic link", "a path through", "a path that")  # what no command can read or write through
 
 
 def real_path(path: str | Path) -> str:
@@ -147,7 +146,7 @@ def check_output_file(path: str | Path, option: str, inputs: Mapping[str, str | 
     kind = path_kind(file)
     if kind == "a folder":
         raise ConfigError(f"{option} {path}: a folder; give a file name")
-    if kind is not None and kind.startswith(_UNUSABLE):
+    if kind is not None and kind.startswith(UNUSABLE):
         raise ConfigError(f"{option} {path}: {kind}")
     for input_option, input_path in (inputs or {}).items():
         if real_path(file) == real_path(input_path):
@@ -165,60 +164,12 @@ def check_saved_model(path: str | Path, option: str) -> Path:
     kind = path_kind(folder)
     if kind is None:
         raise ConfigError(f"{option} {path}: no such folder")
-    if kind.startswith(_UNUSABLE):
+    if kind.startswith(UNUSABLE):
         raise ConfigError(f"{option} {path}: {kind}")
     if not (folder / "config.json").is_file():
         hint = f"; its best model is {Path(path) / 'best'}" if (folder / "best" / "config.json").is_file() else ""
         raise ConfigError(f"{option} {path}: not a saved hire model (no config.json){hint}")
     return folder
-
-
-_HUB_NAME = re.compile(r"\w[\w.-]*(/\w[\w.-]*)?")
-
-
-def check_encoder(name: str, option: str) -> None:
-    """A local model folder, a short name (the default encoder's, or one installed by ``hire install-encoder``),
-    or a hub name (already cached when offline)."""
-    path = Path(name).expanduser()
-    kind = path_kind(path)
-    if kind is not None and kind.startswith(_UNUSABLE):
-        raise ConfigError(f"{option} {name}: {kind}")
-    if kind is not None:
-        if not (path / "config.json").is_file():
-            raise ConfigError(f"{option} {name}: not a Hugging Face model folder (no config.json)")
-        return
-    if not _HUB_NAME.fullmatch(name) or ".." in name or "--" in name:
-        raise ConfigError(f"{option} {name}: no such folder, and not a Hugging Face hub name")
-    from huggingface_hub import constants, try_to_load_from_cache
-
-    from hire.encoder import DEFAULT_ENCODER
-    from hire.installed_encoders import installed_encoder
-
-    try:
-        installed = installed_encoder(name)  # all-mpnet-base-v2 not installed: the command that installs it
-    except ValueError as err:
-        raise ConfigError(f"{option}: {err}") from None
-    if (installed is not None or name in (DEFAULT_ENCODER, f"sentence-transformers/{DEFAULT_ENCODER}")
-            or not constants.HF_HUB_OFFLINE):
-        return  # resolved by hire.encoder.resolve_encoder, or downloaded
-    if not isinstance(try_to_load_from_cache(name, "config.json"), str):
-        raise ConfigError(f"{option} {name}: no such folder, and not a known name or a model in the Hugging "
-                          "Face cache (HF_HUB_OFFLINE is set, so nothing is downloaded)")
-
-
-def check_head(head: str, options: dict[str, Any]) -> None:
-    """The head exists, and takes each of ``options`` with a value of its type and range (as the head declares
-    them: :func:`hire.heads.check_head_options`)."""
-    from hire.heads import check_head_options, head_options
-
-    try:
-        head_options(head)
-    except ValueError as err:
-        raise ConfigError(f"--model.head: {err}") from None
-    try:
-        check_head_options(head, options)
-    except ValueError as err:
-        raise ConfigError(f"--model.head_options: {str(err).removeprefix(f'head {head!r}: option ')}") from None
 
 
 @contextmanager

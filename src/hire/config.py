@@ -16,6 +16,7 @@ import dataclasses
 import difflib
 import filecmp
 import os
+import re
 import types
 import typing
 import warnings
@@ -28,9 +29,8 @@ import yaml
 from jsonargparse.typing import ClosedUnitInterval, NonNegativeFloat, PositiveFloat, restricted_number_type
 
 from hire.checks import (
+    UNUSABLE,
     ConfigError,
-    check_encoder,
-    check_head,
     check_input_file,
     check_output_folder,
     check_saved_model,
@@ -487,6 +487,55 @@ def parser_type(tp: Any) -> Any:
 # Encoders whose position ids start after the padding id (RoBERTa's offset of pad + 1).
 _POSITIONS_AFTER_PAD = {"roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text", "xmod",
                         "roberta-prelayernorm", "ibert", "mpnet"}
+
+
+_HUB_NAME = re.compile(r"\w[\w.-]*(/\w[\w.-]*)?")
+
+
+def check_encoder(name: str, option: str) -> None:
+    """A local model folder, a short name (the default encoder's, or one installed by ``hire install-encoder``),
+    or a hub name (already cached when offline)."""
+    path = Path(name).expanduser()
+    kind = path_kind(path)
+    if kind is not None and kind.startswith(UNUSABLE):
+        raise ConfigError(f"{option} {name}: {kind}")
+    if kind is not None:
+        if not (path / "config.json").is_file():
+            raise ConfigError(f"{option} {name}: not a Hugging Face model folder (no config.json)")
+        return
+    if not _HUB_NAME.fullmatch(name) or ".." in name or "--" in name:
+        raise ConfigError(f"{option} {name}: no such folder, and not a Hugging Face hub name")
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    from hire.encoder import DEFAULT_ENCODER
+    from hire.installed_encoders import installed_encoder
+
+    try:
+        installed = installed_encoder(name)  # all-mpnet-base-v2 not installed: the command that installs it
+    except ValueError as err:
+        raise ConfigError(f"{option}: {err}") from None
+    if (installed is not None or name in (DEFAULT_ENCODER, f"sentence-transformers/{DEFAULT_ENCODER}")
+            or not constants.HF_HUB_OFFLINE):
+        return  # resolved by hire.encoder.resolve_encoder, or downloaded
+    if not isinstance(try_to_load_from_cache(name, "config.json"), str):
+        raise ConfigError(f"{option} {name}: no such folder, and not a known name or a model in the Hugging "
+                          "Face cache (HF_HUB_OFFLINE is set, so nothing is downloaded)")
+
+
+def check_head(head: str, options: dict[str, Any]) -> None:
+    """The head exists, and takes each of ``options`` with a value of its type and range (as the head declares
+    them: :func:`hire.heads.check_head_options`)."""
+    from hire.heads import check_head_options, head_options
+
+    try:
+        head_options(head)
+    except ValueError as err:
+        raise ConfigError(f"--model.head: {err}") from None
+    try:
+        check_head_options(head, options)
+    except ValueError as err:
+        raise ConfigError(f"--model.head_options: {str(err).removeprefix(f'head {head!r}: option ')}") from None
+
 
 
 def encoder_max_length(encoder_config: Any) -> int | None:

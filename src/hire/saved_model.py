@@ -260,8 +260,6 @@ def run_card(model_dir: str | Path) -> dict[str, Any]:
     run = given.parent if given.name and given.parent.resolve() == model.parent else model.parent  # as given
     if not (run / "metrics.json").is_file() or not (is_run_folder(run) or model.name == "best"):
         return {}
-    from hire.reporting import read_run_metrics
-
     final = read_run_metrics(run / "metrics.json")
     card: dict[str, Any] = {"task": final["task"], "metrics": final["dev"]}
     if (run / "config.yaml").is_file():
@@ -308,3 +306,45 @@ def _run_config(model_dir: str | Path) -> Any:
     from hire.checks import real_path
 
     return yaml.safe_load((Path(real_path(model_dir)).parent / "config.yaml").read_text())
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+# What a finished run's metrics.json holds, as far as the tables read it: key -> (is the value right, in words).
+_FINAL: dict[str, tuple[Any, str]] = {
+    "task": (lambda v: isinstance(v, str), "a string"),
+    "head": (lambda v: isinstance(v, str), "a string"),
+    "dev": (lambda v: isinstance(v, dict) and v and all(
+        isinstance(m, dict) and m and all(_number(x) for x in m.values()) for m in v.values()),
+        "a JSON object of dev splits, each of metric -> number"),
+    "score": (_number, "a number"),
+    "steps": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+    "train_seconds": (_number, "a number"),
+    "mixed_precision": (lambda v: isinstance(v, str), "a string"),
+}
+
+
+def read_run_metrics(path: Path) -> dict[str, Any]:
+    """A finished run's ``metrics.json`` (the best model's final scores, as ``hire train`` writes it), checked:
+    a :class:`DataError` naming the file and what is wrong (not JSON, cut short, not an object, a key missing
+    or of the wrong type), never a traceback where the table reads it."""
+    try:
+        final = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise DataError(f"{path}: not UTF-8 text, not the metrics.json that hire train writes") from None
+    except json.JSONDecodeError as err:
+        ends = err.pos >= len(err.doc.rstrip()) or err.msg.startswith("Unterminated string")
+        cut = " (cut short?)" if ends else ""
+        raise DataError(f"{path}: not valid JSON{cut}: {err.msg} at line {err.lineno}, column {err.colno}") from None
+    if not isinstance(final, dict):
+        kind = {list: "a list", str: "a string", bool: "true or false", type(None): "null"}.get(type(final), "a number")
+        raise DataError(f"{path}: {kind}, not the JSON object of final scores that hire train writes")
+    missing = [key for key in _FINAL if key not in final]
+    if missing:
+        raise DataError(f"{path}: not the metrics.json that hire train writes (no {', '.join(missing)})")
+    for key, (ok, what) in _FINAL.items():
+        if not ok(final[key]):
+            raise DataError(f"{path}: {key} must be {what}, not {json.dumps(final[key])[:80]}")
+    return final

@@ -162,7 +162,7 @@ def example_weights(run: Path, split: str, n: int) -> dict[str, Any] | None:
 
 
 def make_record(exp: Experiment, cell: Cell, run: Path) -> dict[str, Any]:
-    from hire.reporting import read_run_metrics
+    from hire.saved_model import read_run_metrics
 
     final = read_run_metrics(run / "metrics.json")  # checked: one line naming a damaged file
     config = run_config(run) or {}  # collect() only gets here for a config.yaml that matches the cell

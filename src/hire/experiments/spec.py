@@ -314,7 +314,8 @@ def check_cell(path: Path, where: str, options: dict[str, Any]) -> None:
     task names its training and dev files and distinct text columns. (Each value's type and range is checked
     where the file gives it: :func:`check_option`.) Whether the files, the encoder and the output folder are
     there, ``hire train`` checks when the cell runs."""
-    from hire.checks import check_head, check_text_columns
+    from hire.checks import check_text_columns
+    from hire.config import check_head
 
     try:
         check_head(options["model.head"], options["model.head_options"])

@@ -105,11 +105,10 @@ def _hub_snapshot(name: str) -> Path | None:
 def check_source(spec: str, option: str = "--encoder") -> None:
     """Refuse, before any work, an ``--encoder`` that :func:`resolve_source` could not load: a folder that is
     neither a model folder nor a run folder with ``best/``, or a name that is no encoder here (the check of
-    ``hire train``, :func:`hire.checks.check_encoder`: an installable encoder not installed is named with
+    ``hire train``, :func:`hire.config.check_encoder`: an installable encoder not installed is named with
     the command that installs it; offline, a hub name must be in the cache). ``random:`` must name such an
     encoder after it. Every error is a one-line ``ConfigError`` naming ``option``."""
-    from hire.checks import check_encoder
-    from hire.config import ConfigError
+    from hire.config import ConfigError, check_encoder
 
     if spec.startswith(RANDOM_PREFIX):
         base = spec[len(RANDOM_PREFIX):]
