@@ -537,7 +537,6 @@ def check_head(head: str, options: dict[str, Any]) -> None:
         raise ConfigError(f"--model.head_options: {str(err).removeprefix(f'head {head!r}: option ')}") from None
 
 
-
 def encoder_max_length(encoder_config: Any) -> int | None:
     """The most tokens an encoder takes (from a ``transformers`` config or its dict); None if unbounded."""
     values = encoder_config if isinstance(encoder_config, dict) else encoder_config.to_dict()
