@@ -38,6 +38,8 @@ def code_lines(source: str) -> int:
 def sources(folder: str, rev: str | None) -> dict[str, str]:
     """Every ``.py`` file under ``folder`` (at git revision ``rev`` if given) by path."""
     if rev is None:
+        if not Path(folder).is_dir():
+            raise ValueError(f"{folder}: {'not a folder' if Path(folder).exists() else 'no such folder'}")
         return {str(p): p.read_text(encoding="utf-8") for p in sorted(Path(folder).rglob("*.py"))}
     archive = subprocess.run(["git", "archive", rev, folder], capture_output=True, check=True).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
@@ -57,7 +59,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--rev {args.rev}: git could not read {args.folder} there ({err.stderr.decode().strip()})",
               file=sys.stderr)
         return 2
-    counts = {path: code_lines(text) for path, text in files.items()}
+    except ValueError as err:
+        print(err, file=sys.stderr)
+        return 2
+    counts = {}
+    for path, text in files.items():
+        try:
+            counts[path] = code_lines(text)
+        except (SyntaxError, tokenize.TokenError) as err:
+            print(f"{path}: not Python that parses ({err})", file=sys.stderr)
+            return 2
     if args.per_file:
         for path, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
             print(f"{n:6d}  {path}")
