@@ -113,8 +113,10 @@ def check_input_file(path: str | Path, option: str, what: str = "a file") -> Pat
     named as what it is (``a folder, not a file``; ``what`` says what the file should be: ``a YAML file``)."""
     file = Path(path).expanduser()
     kind = path_kind(file)
+    if kind is None:
+        raise ConfigError(f"{option} {path}: no such file")
     if kind != "a file":
-        raise ConfigError(f"{option} {path}: {f'{kind}, not {what}' if kind else 'no such file'}")
+        raise ConfigError(f"{option} {path}: {kind}, not {what}")
     return file
 
 
