@@ -172,17 +172,18 @@ class HireDriver:
             raise RuntimeError(f"tests/hire_driver.py ended: {self.log.read_text(errors='replace')[-3000:]}")
         return json.loads(line)
 
-    def run(self, args: list[str], cwd: Path, env: dict[str, str],
-            timeout: float = 300) -> subprocess.CompletedProcess[str] | None:
-        """``hire ARGS`` in ``cwd`` with exactly the environment ``env``, as :func:`run_hire` runs it; None where a
-        light driver's child was about to import torch (it stopped there, having written nothing)."""
+    def run(self, args: list[str], cwd: Path, env: dict[str, str], timeout: float = 300,
+            kill: str | None = None) -> subprocess.CompletedProcess[str] | None:
+        """``hire ARGS`` in ``cwd`` with exactly the environment ``env``, as :func:`run_hire` runs it (``kill``: a kill
+        point of ``tests/killer.py``); None where a light driver's child was about to import torch (it stopped there,
+        having written nothing)."""
         self.cases += 1
         out, err, reroute = (self.folder / f"{self.cases}.{end}" for end in ("out", "err", "reroute"))
         out.touch()  # what a command killed before it began wrote: nothing
         err.touch()
         argv = [self.script[-1] if len(self.script) == 1 else "hire", *args]
         case = {"argv": argv, "cwd": str(cwd), "env": env, "stdout": str(out), "stderr": str(err),
-                "reroute": str(reroute), "timeout": timeout}
+                "reroute": str(reroute), "timeout": timeout, "kill": kill}
         assert self.process.stdin is not None
         self.process.stdin.write(json.dumps(case) + "\n")
         self.process.stdin.flush()
@@ -240,13 +241,27 @@ def hire_driver(env: dict[str, str], kind: str) -> HireDriver:
     return _DRIVERS[key]
 
 
-def run_forked(args: list[str], cwd: Path, env: dict[str, str],
-               timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def run_forked(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 300,
+               kill: str | None = None) -> subprocess.CompletedProcess[str]:
     """``hire ARGS`` in a process forked from the light driver, or from the heavy one where it needs torch."""
-    result = hire_driver(env, "light").run(args, cwd, env, timeout)
-    result = result or hire_driver(env, "heavy").run(args, cwd, env, timeout)
+    result = hire_driver(env, "light").run(args, cwd, env, timeout, kill)
+    result = result or hire_driver(env, "heavy").run(args, cwd, env, timeout, kill)
     assert result is not None  # a heavy driver hands nothing back
     return result
+
+
+def hire_process(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, kill: str | None = None,
+                 timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``hire ARGS`` as a real process, offline, for the end-to-end tests: its exit status, its stdout and stderr,
+    killed at ``kill`` (a kill point of ``tests/killer.py``, e.g. ``step:5``) if given. Forked from a
+    :class:`HireDriver` that imported torch and transformers once (a second where a fresh interpreter takes five);
+    a fresh process where there is no ``fork``."""
+    if not hasattr(os, "fork"):
+        killer = Path(__file__).with_name("killer.py")
+        cmd = [sys.executable, str(killer), kill, "--", *args] if kill else [sys.executable, "-m", "hire.cli", *args]
+        return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                              env={**process_env(env), "PYTHONPATH": str(killer.parent)})
+    return run_forked(list(args), cwd or Path.cwd(), process_env(env), timeout, kill)
 
 
 def run_as_process(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:

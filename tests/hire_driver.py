@@ -1,4 +1,5 @@
-"""A ``hire`` process that runs many commands, each in a process of its own: the bad-input tests' slow run.
+"""A ``hire`` process that runs many commands, each in a process of its own: the bad-input tests' slow run, and the
+end-to-end tests' ``hire`` processes (:func:`badinput.hire_process`).
 
 Started by :class:`badinput.HireDriver` (never by pytest's collection: no test here). It imports what every ``hire``
 command imports once, then, for each command line it is sent, forks: the child is a copy of the process as it
@@ -19,7 +20,8 @@ Two kinds, the second argument says which:
 - ``heavy``: torch, transformers and hire's modules on them imported too (seconds that each child is spared; its
   teardown takes a few tenths).
 
-Protocol: one JSON object a line on stdin, ``{"argv", "cwd", "env", "stdout", "stderr", "reroute", "timeout"}``;
+Protocol: one JSON object a line on stdin, ``{"argv", "cwd", "env", "stdout", "stderr", "reroute", "timeout"}`` and
+optionally ``"kill"`` (a kill point of ``tests/killer.py``: the child dies there, as ``killer.py KILL -- ARGS`` does);
 one JSON line back on the process's first stdout, ``{"returncode", "timed_out"}`` (a child killed by signal N: -N,
 as :mod:`subprocess` says). Before the first command it answers ``{"ready": true}`` once its imports are done;
 what they printed is in the log file named as its first argument (stdout and stderr of this process).
@@ -110,6 +112,11 @@ def _become(case: dict, requests: int, answers: int, kind: str) -> None:
         os.close(out)
     if kind == "light":
         sys.meta_path.insert(0, _Reroute(case["reroute"]))
+    if case.get("kill"):  # a kill point of tests/killer.py, armed as ``killer.py KILL -- ARGS`` arms it
+        sys.path.append(os.path.dirname(os.path.abspath(__file__)))
+        import killer
+
+        killer.install(case["kill"])
 
 
 def serve(log: str, script_dir: str, kind: str) -> bool:

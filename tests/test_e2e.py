@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from badinput import hire_process, hire_script, process_env
 from safetensors.torch import load_file
 from sklearn.metrics import accuracy_score, f1_score
 from tiny import HIDE_HIRE, save_tiny_encoder
@@ -25,8 +26,8 @@ N_TRAIN, N_EVAL = 48, 24
 
 
 def hire(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hire.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}, timeout=600)
+    """``hire ARGS`` as a real process (forked from a driver that has imported torch: :func:`badinput.hire_process`)."""
+    return hire_process(*args, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +47,9 @@ def train_args(encoder: Path, out: Path, *extra: str) -> list[str]:
 @pytest.fixture(scope="module")
 def finished_run(encoder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("runs") / "mrpc"
-    result = hire(*train_args(encoder, out))
+    # A fresh process through the installed console script, the entry point users run (the others are forked).
+    result = subprocess.run([*hire_script(), *train_args(encoder, out)], capture_output=True, text=True,
+                            env=process_env(), timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return out
 

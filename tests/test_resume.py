@@ -9,14 +9,13 @@ of each epoch and a checkpoint every 3 steps (steps 3, 4, 6, 8, 9, 12).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from badinput import hire_process
 from safetensors.torch import load_file
 from tiny import save_tiny_encoder
 
@@ -25,13 +24,11 @@ from hire.runs import CHECKPOINT, COMPLETE, RunLock, recover
 
 GLUE = default_glue_dir()
 pytestmark = pytest.mark.skipif(not (GLUE / "STS-B").is_dir(), reason=f"no GLUE data at {GLUE}")
-KILLER = Path(__file__).with_name("killer.py")
 
 
 def run(*args: str, kill: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, str(KILLER), kill, "--", *args] if kill else [sys.executable, "-m", "hire.cli", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(KILLER.parent), **(env or {})})
+    """``hire ARGS`` as a real process (killed at ``kill``, a point of ``tests/killer.py``)."""
+    return hire_process(*args, kill=kill, env=env)
 
 
 @pytest.fixture(scope="module")

@@ -9,16 +9,14 @@ an epoch in batches of 4, a few steps, the last-layer head (fast), fp32.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 import yaml
-from badinput import LABELS, TEXTS, call_hire, check_fails_cleanly, table
+from badinput import LABELS, TEXTS, call_hire, check_fails_cleanly, hire_process, table
 
 from hire import build_model, load_tokenizer
 from hire.config import ConfigError, DataConfig, ModelArgs, RunConfig, TrainConfig
@@ -72,11 +70,7 @@ def finished(shared: dict[str, Path], data: Path, tmp_path_factory: pytest.TempP
 def killed(shared: dict[str, Path], data: Path, out: Path, *extra: str) -> None:
     """A run killed (``kill -9``) after its third step, before that step's checkpoint: a checkpoint and a best
     model of step 2."""
-    python_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    result = subprocess.run([sys.executable, str(TESTS / "killer.py"), "step:3", "--",
-                             *train_args(shared, data, out, *extra)], capture_output=True, text=True, timeout=300,
-                            cwd=out.parent, env={**os.environ, "HF_HUB_OFFLINE": "1",
-                                                     "PYTHONPATH": os.pathsep.join([str(TESTS), *python_path])})
+    result = hire_process(*train_args(shared, data, out, *extra), cwd=out.parent, kill="step:3", timeout=300)
     assert result.returncode == 137, result.stderr[-3000:]
     assert json.loads((out / CHECKPOINT / COMPLETE).read_text())["step"] == 2 and (out / "best").is_dir()
 
@@ -284,35 +278,6 @@ def test_the_same_run_resumes_however_its_folder_is_named(naming: str, shared: d
 
 
 # -- 9. a full disk while a checkpoint is saved ------------------------------------------------------
-FULL_DISK = """
-import errno, sys
-from pathlib import Path
-import torch
-from hire.cli import main
-
-kind, calls, writes = sys.argv[1], [], []
-real_save, real_write = torch.save, Path.write_text
-
-def save(obj, f, *args, **kwargs):  # torch's own failure on a full disk, after part of the file
-    calls.append(str(f))
-    if kind == "torch" and sum(c.endswith("optimizer.bin") for c in calls) == 3:  # the third checkpoint's
-        Path(f).write_bytes(b"PK half")
-        raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 576 vs 534")
-    return real_save(obj, f, *args, **kwargs)
-
-def write_text(self, *args, **kwargs):  # Python's: an OSError that names no file
-    if kind == "python" and self.name == ".trainer_state.json.tmp":
-        writes.append(self.name)
-        if len(writes) == 3:
-            real_write(self, "{")
-            raise OSError(errno.ENOSPC, "No space left on device")
-    return real_write(self, *args, **kwargs)
-
-torch.save, Path.write_text = save, write_text
-sys.exit(main(sys.argv[2:]))
-"""
-
-
 @pytest.mark.parametrize("kind", ["torch", "python"])
 def test_a_full_disk_during_a_checkpoint_keeps_the_last_one(kind: str, shared: dict[str, Path], data: Path,
                                                             finished: Path, tmp_path: Path) -> None:
@@ -320,8 +285,7 @@ def test_a_full_disk_during_a_checkpoint_keeps_the_last_one(kind: str, shared: d
     best/ intact, and the same command resumes to the run that never failed."""
     run = tmp_path / "run"
     args = train_args(shared, data, run)
-    result = subprocess.run([sys.executable, "-c", FULL_DISK, kind, *args], capture_output=True, text=True,
-                            timeout=300, cwd=tmp_path, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    result = hire_process(*args, cwd=tmp_path, kill=f"full:{kind}:3", timeout=300)  # the third checkpoint
     line = error_line(result)
     failed = "optimizer.bin" if kind == "torch" else "trainer_state.json"
     assert line.startswith(f"hire train: error: {run / 'checkpoint.tmp' / failed}: could not write the checkpoint "
