@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import torch
+from badinput import hire_process
 from tiny import SPECIALS, save_tiny_encoder
 from transformers import (
     AlbertConfig,
@@ -195,12 +193,11 @@ def test_deepened_encoder_trains_with_hire_train(tmp_path: Path) -> None:
     rows = read_glue_split("CoLA", "train")[:16]
     src = save_tiny_encoder(tmp_path / "src", [e.text_a for e in rows])
     assert main(["deepen", "--encoder", str(src), "--duplicate", "1", "--output", str(tmp_path / "deep")]) == 0
-    result = subprocess.run(
-        [sys.executable, "-m", "hire.cli", "train", "--output_dir", str(tmp_path / "run"), "--data.task", "CoLA",
-         "--model.encoder", str(tmp_path / "deep"), "--data.max_train_examples", "16", "--data.max_eval_examples",
-         "8", "--train.batch_size", "8", "--train.max_steps", "2", "--train.eval_every", "2",
-         "--train.mixed_precision", "no"],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    result = hire_process(
+        "train", "--output_dir", str(tmp_path / "run"), "--data.task", "CoLA", "--model.encoder",
+        str(tmp_path / "deep"), "--data.max_train_examples", "16", "--data.max_eval_examples", "8",
+        "--train.batch_size", "8", "--train.max_steps", "2", "--train.eval_every", "2", "--train.mixed_precision", "no",
+        timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((tmp_path / "run" / "metrics.json").read_text())["steps"] == 2
     first = json.loads((tmp_path / "run" / "predictions" / "dev.jsonl").read_text().splitlines()[0])

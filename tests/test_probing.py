@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from badinput import hire_process
 from conftest import make_batch, make_config
 from threadpoolctl import threadpool_limits
 from tiny import save_tiny_encoder
@@ -257,8 +255,7 @@ def test_probe_command_writes_every_output_and_the_report_regenerates(
     for p in before:
         if p.name != "results.json":
             p.unlink()
-    redraw = subprocess.run([sys.executable, "-m", "hire.cli", "probe-report", str(out)], capture_output=True,
-                            text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=300)
+    redraw = hire_process("probe-report", str(out), timeout=300)
     assert redraw.returncode == 0, redraw.stderr[-2000:]
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 

@@ -7,14 +7,12 @@ AutoModelForSequenceClassification and `hire predict`."""
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from badinput import hire_process
 from tiny import save_tiny_encoder
 
 from hire.cli import main
@@ -26,7 +24,6 @@ from hire.options import parse_options
 from hire.tasktypes.ranking import QuestionBatches
 from hire.training import train
 
-KILLER = Path(__file__).with_name("killer.py")
 HEADER = "QuestionID\tQuestion\tDocumentID\tDocumentTitle\tSentenceID\tSentence\tLabel"
 COLUMNS = "qid=QuestionID,question=Question,pid=SentenceID,passage=Sentence,label=Label"
 THINGS = ["lake", "river", "tower", "bridge", "castle", "forest", "valley", "harbour", "market", "temple"]
@@ -272,12 +269,9 @@ def test_a_killed_ranker_run_resumes_to_the_same_result(world, tmp_path):
     args = ["--model.head", "last-layer", "--train.rank_loss", "pairwise"]
     whole = train(parse_options(options(world, tmp_path / "whole", *args)))
     cmd = ["train", *options(world, tmp_path / "parts", *args)]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    killed = subprocess.run([sys.executable, str(KILLER), "step:5", "--", *cmd], env=env, capture_output=True,
-                            text=True, timeout=600)
+    killed = hire_process(*cmd, kill="step:5")
     assert killed.returncode == 137, killed.stderr[-2000:]
-    resumed = subprocess.run([sys.executable, "-m", "hire.cli", *cmd], env=env, capture_output=True, text=True,
-                             timeout=600)
+    resumed = hire_process(*cmd)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert "Resuming" in resumed.stdout + resumed.stderr
     assert json.loads((tmp_path / "parts" / "metrics.json").read_text())["dev"] == whole["dev"]

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from badinput import hire_process
 from tiny import save_tiny_encoder
 
 from hire.config import ConfigError
@@ -20,7 +21,6 @@ from hire.metrics import entity_scores
 from hire.options import parse_options
 from hire.training import train
 
-KILLER = Path(__file__).with_name("killer.py")
 TYPES = ("PER", "LOC", "ORG")
 WORDS = {"PER": ["anna", "bob", "carla", "dieter"], "LOC": ["paris", "bonn", "oslo", "lima"],
          "ORG": ["acme", "nasa", "fifa", "unesco"], "O": ["the", "met", "in", "at", "said", "and", "a", "visit"]}
@@ -120,12 +120,9 @@ def test_a_killed_tagger_run_resumes_to_the_same_result(world, tmp_path):
     whole = train(parse_options(options(world, tmp_path / "whole", "--model.head", "hire")))
     parts = tmp_path / "parts"
     args = ["train", *options(world, parts, "--model.head", "hire")]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    killed = subprocess.run([sys.executable, str(KILLER), "step:5", "--", *args], env=env, capture_output=True,
-                            text=True, timeout=600)
+    killed = hire_process(*args, kill="step:5")
     assert killed.returncode == 137, killed.stderr[-2000:]
-    resumed = subprocess.run([sys.executable, "-m", "hire.cli", *args], env=env, capture_output=True, text=True,
-                             timeout=600)
+    resumed = hire_process(*args)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert "Resuming" in resumed.stdout + resumed.stderr
     assert json.loads((parts / "metrics.json").read_text())["dev"] == whole["dev"]
@@ -184,9 +181,7 @@ def test_hire_predict_and_the_transformers_pipeline_give_the_same_tags(tagger, t
     lines = ["annas met bobxy in parisxy .", "acme said the unescos visit lima", "carlaxy and dieter"]
     text = tmp_path / "in.txt"
     text.write_text("\n".join(lines) + "\n")
-    result = subprocess.run([sys.executable, "-m", "hire.cli", "predict", "--model", str(tagger), "--input",
-                             str(text)], capture_output=True, text=True, timeout=600,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    result = hire_process("predict", "--model", str(tagger), "--input", str(text))
     assert result.returncode == 0, result.stderr[-2000:]
     rows = [json.loads(line) for line in text.with_suffix(".predictions.jsonl").read_text().splitlines()]
     assert [r["tokens"] for r in rows] == [line.split() for line in lines]
@@ -224,9 +219,8 @@ def test_conll2003_by_name_trains_and_evaluate_gives_the_same_scores(tmp_path):
                                  "--data.max_eval_examples", "40", "--train.batch_size", "16", "--train.max_steps",
                                  "4", "--train.mixed_precision", "no"]))
     assert final["task"] == "CoNLL-2003" and final["dev"]["dev"]["words"] > 0
-    result = subprocess.run([sys.executable, "-m", "hire.cli", "evaluate", "--model", str(run / "best"), "--task",
-                             "conll2003", "--split", "all", "--max_examples", "40", "--batch_size", "16"],
-                            capture_output=True, text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    result = hire_process("evaluate", "--model", str(run / "best"), "--task", "conll2003", "--split", "all",
+                          "--max_examples", "40", "--batch_size", "16")
     assert result.returncode == 0, result.stderr[-2000:]
     again = json.loads((run / "eval-CoNLL-2003" / "metrics.json").read_text())
     assert again["dev"]["f1"] == pytest.approx(final["dev"]["dev"]["f1"])
@@ -244,8 +238,7 @@ def test_an_exported_tagger_tags_alike_where_hire_is_not_installed(tagger, tmp_p
 
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     copy = tmp_path / "copy"
-    result = subprocess.run([sys.executable, "-m", "hire.cli", "export", "--model", str(tagger), "--output_dir",
-                             str(copy)], capture_output=True, text=True, timeout=600, env=env)
+    result = hire_process("export", "--model", str(tagger), "--output_dir", str(copy))
     assert result.returncode == 0, result.stderr[-2000:]
     line = "annas met bobxy in parisxy ."
     code = HIDE_HIRE + f"""
