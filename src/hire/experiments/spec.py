@@ -31,6 +31,7 @@ completes whole seeds (paired comparisons) early.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import itertools
@@ -188,6 +189,18 @@ def check_keys(mapping: Any, allowed: typing.Iterable[str] | None, path: Path, w
     return mapping
 
 
+_PARSED: dict[tuple[str, str], Any] = {}
+
+
+def _parsed(key: str, value: Any) -> Any:
+    """One option's value (or, for ``data``, the data section from a mapping of ``data.*`` options) parsed by
+    ``hire train``'s parser, remembered by its repr (a parse takes milliseconds, and grids repeat their values); a
+    copy, so that no caller changes the remembered one."""
+    if (key, repr(value)) not in _PARSED:
+        _PARSED[key, repr(value)] = parse_options(value if key == "data" else {key: value}).get(key)
+    return copy.deepcopy(_PARSED[key, repr(value)])
+
+
 def check_option(path: Path, where: str, key: str, value: Any) -> Any:
     """Validate one run option and convert its value to the declared type (task names canonical)."""
     types = option_types()
@@ -196,7 +209,7 @@ def check_option(path: Path, where: str, key: str, value: Any) -> Any:
     if key not in types:
         fail(path, where, f"unknown run option {key!r}{did_you_mean(key, types) or '; `hire train --help` lists them'}")
     try:
-        value = parse_options({key: value}).get(key)
+        value = _parsed(key, value)
     except ConfigError as err:
         fail(path, where, str(err).removeprefix(f"--{key}: "))
     problem = range_problem(key, value)
@@ -319,7 +332,8 @@ def check_cell(path: Path, where: str, options: dict[str, Any]) -> None:
 
     try:
         check_head(options["model.head"], options["model.head_options"])
-        data = parse_options(options).data
+        data_options = sorted((k, v) for k, v in options.items() if k.startswith("data."))
+        data = _parsed("data", dict(data_options))  # the cells of a task share their data options
         if data.task != "custom":
             dataclasses.replace(data, data_dir=None).validate()  # a GLUE task: no file read without data_dir
         else:
