@@ -8,11 +8,12 @@ KIND is ``step`` (after the N-th optimizer step of this process), ``rename`` (ju
 file rename or replace: every atomic write and every checkpoint swap is one) or ``unlink`` (before the
 N-th file removal, e.g. half-way through removing an old checkpoint). ``rename:SUFFIX:N`` and
 ``unlink:SUFFIX:N`` count only the calls whose (source) path ends with SUFFIX, e.g.
-``rename:checkpoint.tmp:1`` dies just before the first new checkpoint takes the old one's place. Two more do not kill:
-``interrupt`` raises KeyboardInterrupt (Ctrl-C) after the N-th step, and ``nan`` makes the N-th
-training loss NaN (a diverging run); ``full:torch:N`` and ``full:python:N`` fill the disk while the N-th
-checkpoint is written (:func:`full_disk`). With ``FAKE_FAST_BF16=0`` or ``1`` in the environment the process sees
-a CPU without or with bf16 units (what ``--train.mixed_precision auto`` picks from), as on another machine.
+``rename:checkpoint.tmp:1`` dies just before the first new checkpoint takes the old one's place. The others do not
+kill: ``interrupt`` raises KeyboardInterrupt (Ctrl-C) after the N-th step, ``nan`` makes the N-th training loss NaN
+(a diverging run), ``full:torch:N`` and ``full:python:N`` fill the disk while the N-th checkpoint is written
+(:func:`full_disk`), and ``fsize:N`` limits the files the process writes to N bytes. With ``FAKE_FAST_BF16=0`` or
+``1`` in the environment the process sees a CPU without or with bf16 units (what ``--train.mixed_precision auto``
+picks from), as on another machine.
 """
 
 from __future__ import annotations
@@ -87,6 +88,12 @@ def install(spec: str) -> None:
         F.cross_entropy, F.mse_loss = poison(F.cross_entropy), poison(F.mse_loss)
     elif kind == "full":
         full_disk(suffix[0], int(n))
+    elif kind == "fsize":  # a real failed write: files limited to N bytes (the kernel's EFBIG, not a signal)
+        import resource
+        import signal
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (int(n), int(n)))
     else:
         raise SystemExit(f"unknown kill point {kind!r}")
 

@@ -16,13 +16,11 @@ from __future__ import annotations
 import errno
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
-from badinput import LABELS, TEXTS, call_hire, check_fails_cleanly, run_hire, snapshot, table
+from badinput import LABELS, TEXTS, call_hire, check_fails_cleanly, hire_process, snapshot, table
 from safetensors.torch import load_file, save_file
 
 from hire.data import default_glue_dir
@@ -207,12 +205,12 @@ def test_evaluate_writes_beside_a_runs_best_by_default(world: dict[str, Path], t
     own files stay as they were (``hire report`` still reads it)."""
     run = _copy_run(world["run"], tmp_path / "run")
     before = snapshot(run)
-    result = run_hire([*EVALUATE, "run/best", "--mixed_precision", "no"], tmp_path)
+    result = hire_process(*EVALUATE, "run/best", "--mixed_precision", "no", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((run / "eval-SST-2" / "metrics.json").read_text())["task"] == "SST-2"
     after = {path: state for path, state in snapshot(run).items() if not path.startswith(str(run / "eval-SST-2"))}
     assert after == before
-    assert run_hire(["report", "run"], tmp_path).returncode == 0
+    assert hire_process("report", "run", cwd=tmp_path).returncode == 0
 
 
 def _fail_with_full_disk(named: bool) -> object:
@@ -253,10 +251,8 @@ def test_export_on_a_full_disk_leaves_nothing(named: bool, world: dict[str, Path
 def test_export_whose_weights_cannot_be_written_leaves_nothing(world: dict[str, Path], tmp_path: Path) -> None:
     """A real failed write: a file size limit that config.json fits in and the weights do not (safetensors reports
     it as its own error, without a file name)."""
-    code = ("import resource, signal, sys\nsignal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
-            "resource.setrlimit(resource.RLIMIT_FSIZE, (6000, 6000))\nfrom hire.cli import main\n"
-            f"sys.exit(main(['export', '--model', {str(world['single'])!r}, '--output_dir', 'copy']))")
-    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    result = hire_process("export", "--model", str(world["single"]), "--output_dir", "copy", cwd=tmp_path,
+                          kill="fsize:6000")
     assert result.returncode == 2, result.stderr[-3000:]
     assert "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == "hire export: error: copy/model.safetensors: File too large"
