@@ -130,16 +130,17 @@ print(type(model).__module__)
     assert result.stdout.split()[-1] == "hire.model"
 
 
-@pytest.mark.parametrize("head", ["hire", "hire-random-last", "scalar-mix"])
-def test_folder_with_code_loads_where_hire_cannot_be_imported(head: str, tmp_path: Path, encoder: Path) -> None:
-    folder = tmp_path / "shared"
-    model = saved(folder, encoder, head=head, with_code=True)
-    assert {f"{name}.py" for name in CODE_FILES} <= {p.name for p in folder.iterdir()}
-    assert json.loads((folder / "config.json").read_text())["auto_map"] == {
-        "AutoConfig": "modeling_hire.HireConfig", "AutoModelForSequenceClassification": "modeling_hire.HireModel",
-        "AutoModelForTokenClassification": "modeling_hire.HireForTokenClassification"}
-    assert "trust_remote_code=True" in (folder / "README.md").read_text()
-    torch.save(logits(model, folder), tmp_path / "expected.pt")
+REMOTE_HEADS = ("hire", "hire-random-last", "scalar-mix")
+
+
+@pytest.fixture(scope="module")
+def remote(encoder: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+    """Each head of ``REMOTE_HEADS`` saved with its code in a folder of its own, then loaded from there by one Python
+    in which hire cannot be imported (one interpreter and its imports for the three, not one each)."""
+    root = tmp_path_factory.mktemp("remote")
+    for head in REMOTE_HEADS:
+        model = saved(root / head, encoder, head=head, with_code=True)
+        torch.save(logits(model, root / head), root / f"{head}.pt")
     code = HIDE_HIRE + f"""
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
@@ -150,21 +151,37 @@ except ModuleNotFoundError:
     pass
 else:
     raise AssertionError("hire is importable")
-folder = {str(folder)!r}
-model = AutoModelForSequenceClassification.from_pretrained(folder, trust_remote_code=True)
-assert type(model).__name__ == "HireModel" and type(model).__module__.startswith("transformers_modules."), type(model)
-assert not any(name == "hire" or name.startswith("hire.") for name in sys.modules)
-batch = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)({TEXTS!r}, padding=True, return_tensors="pt")
-with torch.no_grad():
-    out = model(**batch)
-assert torch.equal(out.logits, torch.load({str(tmp_path / "expected.pt")!r})), out.logits
-model.save_pretrained({str(tmp_path / "again")!r})  # a copy saves its code too
-print(pipeline("text-classification", model=folder, trust_remote_code=True)("a fine film")[0]["label"])
+for head in {REMOTE_HEADS!r}:
+    folder = {str(root)!r} + "/" + head
+    model = AutoModelForSequenceClassification.from_pretrained(folder, trust_remote_code=True)
+    assert type(model).__name__ == "HireModel" and type(model).__module__.startswith("transformers_modules."), head
+    assert not any(name == "hire" or name.startswith("hire.") for name in sys.modules)
+    batch = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)({TEXTS!r}, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        out = model(**batch)
+    assert torch.equal(out.logits, torch.load({str(root)!r} + f"/{{head}}.pt")), (head, out.logits)
+    model.save_pretrained(folder + "-again")  # a copy saves its code too
+    label = pipeline("text-classification", model=folder, trust_remote_code=True)("a fine film")[0]["label"]
+    print(head, "->", label)
 """
-    result = run_python(code, tmp_path)
+    return root, run_python(code, root)
+
+
+@pytest.mark.parametrize("head", REMOTE_HEADS)
+def test_folder_with_code_loads_where_hire_cannot_be_imported(
+        head: str, remote: tuple[Path, subprocess.CompletedProcess]) -> None:
+    root, result = remote
+    folder = root / head
+    assert {f"{name}.py" for name in CODE_FILES} <= {p.name for p in folder.iterdir()}
+    assert json.loads((folder / "config.json").read_text())["auto_map"] == {
+        "AutoConfig": "modeling_hire.HireConfig", "AutoModelForSequenceClassification": "modeling_hire.HireModel",
+        "AutoModelForTokenClassification": "modeling_hire.HireForTokenClassification"}
+    assert "trust_remote_code=True" in (folder / "README.md").read_text()
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.split()[-1] in LABELS
-    assert (tmp_path / "again" / "modeling_hire.py").is_file() and (tmp_path / "again" / "heads_hire.py").is_file()
+    labels = dict(line.split(" -> ") for line in result.stdout.splitlines() if " -> " in line)
+    assert labels[head] in LABELS  # loaded, gave the logits hire gives, and its pipeline labelled a sentence
+    again = root / f"{head}-again"
+    assert (again / "modeling_hire.py").is_file() and (again / "heads_hire.py").is_file()
 
 
 def test_exported_code_imports_nothing_of_hire() -> None:
