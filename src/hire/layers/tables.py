@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hire.probing.tables import new_axes, pct, save_png
+from hire.figures import new_axes, pct, save_png
 from hire.reporting import csv_table, markdown_table
 
 RESULTS, TABLE, PLOT = "results.json", "reconstruction", "reconstruction.png"

@@ -13,15 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from hire.figures import new_axes, pct, save_png, slug, write_text
 from hire.probing.pooling import POOLINGS
 from hire.reporting import csv_table, markdown_table
 
 LINE_STYLES = ("-", "--", ":", "-.")  # one per encoder in a figure
 _COLOURS = {"cls": "#1f77b4", "sep": "#ff7f0e", "mean": "#2ca02c", "max": "#d62728"}
-
-
-def slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "-" for c in text).strip("-") or "encoder"
 
 
 def grid(record: dict[str, Any], headline: str) -> dict[str, dict[str, float]]:
@@ -34,11 +31,6 @@ def grid(record: dict[str, Any], headline: str) -> dict[str, dict[str, float]]:
 
 def _best(table: dict[str, dict[str, float]]) -> tuple[str, str]:
     return max(((row, p) for row, cells in table.items() for p in cells), key=lambda rp: table[rp[0]][rp[1]])
-
-
-def pct(value: float) -> str:
-    """A fraction as points with two decimals: ``0.3234`` -> ``32.34``."""
-    return f"{100 * value:.2f}"
 
 
 def score_table(table: dict[str, dict[str, float]]) -> tuple[list[str], list[list[str]], list[list[str]]]:
@@ -121,30 +113,6 @@ def plot_layers(path: Path, name: str, task: dict[str, Any], labels: list[str]) 
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=len(labels))
     save_png(fig, path)
-
-
-def new_axes(figsize: tuple[float, float] = (7, 4.2)) -> tuple[Any, Any]:
-    """A figure on matplotlib's Agg canvas (no pyplot state) and its one set of axes."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=figsize)
-    FigureCanvasAgg(fig)
-    return fig, fig.add_subplot()
-
-
-def save_png(fig: Any, path: Path) -> None:
-    """``fig`` laid out tight and written to ``path`` (its folder made) as a PNG with no software version or time
-    stamp in it, so that the same results give the same bytes."""
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-
-
-def write_text(path: Path, text: str) -> None:
-    """``text`` written to ``path``, its folder made."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
 
 
 def task_report(name: str, task: dict[str, Any], labels: list[str], folds: int, out: Path) -> str:

@@ -57,9 +57,10 @@ import numpy as np
 from hire.config import ConfigError
 from hire.data.examples import DataError, TokenExample
 from hire.featurebased.encoding import WordEncoding
+from hire.figures import new_axes, pct, save_png
 from hire.options import choose_names
 from hire.probing.cli import check_encoders, check_results_dir
-from hire.probing.tables import LINE_STYLES, new_axes, pct, save_png, task_records
+from hire.probing.tables import LINE_STYLES, task_records
 
 RESULTS_VERSION = 1
 SPLITS = ("train", "dev", "test")

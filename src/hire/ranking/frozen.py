@@ -40,6 +40,7 @@ from torch import Tensor, nn
 from hire.data.examples import DataError, Example
 from hire.data.ranking import RankingExample, check_grades, read_ranking_file, read_wikiqa
 from hire.data.trec import write_qrels, write_run
+from hire.figures import slug
 from hire.hardware import machine as run_machine
 from hire.metrics import ranking_metrics
 from hire.probing.classifiers import FeatureSet, feature_sets
@@ -47,7 +48,6 @@ from hire.probing.features import FeatureSettings, SplitFeatures, split_features
 from hire.probing.grid import RESULTS, load_encoders, save_results
 from hire.probing.pooling import POOLINGS
 from hire.probing.sources import EncoderSource
-from hire.probing.tables import slug
 from hire.ranking.bm25 import BM25Settings, bm25_scores
 from hire.ranking.tables import FORMAT, GROWS, chosen_cell, read_results
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from hire.figures import new_axes, pct, save_png, slug, write_text
 from hire.probing.grid import ResultsFormat
 from hire.probing.pooling import POOLINGS
-from hire.probing.tables import encoder_lines, layer_means, new_axes, pct, save_png, slug, write_text
+from hire.probing.tables import encoder_lines, layer_means
 from hire.reporting import csv_table, markdown_table
 
 FORMAT = "hire-rank-probe/1"
