@@ -17,7 +17,12 @@ fitted on the *same* features by scikit-learn and by the batched fitter, both at
 difference is the fitter's own, and the check passes when it is within ``--tolerance`` on every cell.
 
     python scripts/check_probe_fitter.py OUT [--results experiments/probe-minilm/results.json] \\
-        [--task CoLA] [--encoder pre-trained] [--device cpu] [--tolerance 0.3]
+        [--task CoLA] [--encoder pre-trained] [--device cpu] [--tolerance 0.3] [--retrained LABEL=PATH]
+
+An encoder whose run folder is gone (a fine-tuned one: run folders are not committed) can be trained again by its
+recipe and named with ``--retrained LABEL=PATH``: its weights differ from the grid's (another CPU, another
+library version), so the committed scores are not compared with, and the same-features check runs on its own
+features.
 """
 
 from __future__ import annotations
@@ -44,7 +49,8 @@ from hire.reporting import markdown_table
 
 def check_one(results: dict[str, Any], task_name: str, label: str, args: argparse.Namespace) -> dict[str, Any]:
     record = results["tasks"][task_name]
-    grid = grid_task(results, task_name, label, args.cache_dir, args.device)
+    retrained = args.retrained.get(label)
+    grid = grid_task(results, task_name, label, args.cache_dir, args.device, retrained)
     if isinstance(grid, str):
         return {"task": task_name, "encoder": label, "skipped": grid}
     task, probe, features, labels, folds, sets = (grid.task, grid.probe, grid.features, grid.labels, grid.folds,
@@ -73,22 +79,24 @@ def check_one(results: dict[str, Any], task_name: str, label: str, args: argpars
     for row, mine, ref in zip(rows, rows_tight, refs, strict=True):
         old = committed[(row["row"], row["pooling"])]
         for split, values in row["splits"].items():
+            then = None if retrained else old["splits"][split]["score"]  # other weights: nothing to compare with
             cells.append({"row": row["row"], "pooling": row["pooling"], "split": split, "new": values["score"],
-                          "committed": old["splits"][split]["score"],
-                          "difference_points": 100 * (values["score"] - old["splits"][split]["score"]),
-                          "same_choice": row["chosen"] == old["chosen"],
+                          "committed": then,
+                          "difference_points": None if then is None else 100 * (values["score"] - then),
+                          "same_choice": None if retrained else row["chosen"] == old["chosen"],
                           "new_tight": mine["splits"][split]["score"], "sklearn_tight": ref["splits"][split]["score"],
                           "tight_difference_points": 100 * (mine["splits"][split]["score"]
                                                             - ref["splits"][split]["score"]),
                           "tight_same_choice": mine["chosen"] == ref["chosen"],
                           "tight_not_converged": [mine["not_converged"], ref["not_converged"]]})
-    return {"task": task_name, "encoder": label, "grid_tol": probe.tol, "encode_seconds": round(encode, 1),
-            "fit_seconds": round(fit, 1), "committed_fit_seconds": record["results"][label]["seconds"]["fit"],
-            "cells": cells,
+    versus = [c for c in cells if c["committed"] is not None]
+    return {"task": task_name, "encoder": label, "retrained": retrained, "grid_tol": probe.tol,
+            "encode_seconds": round(encode, 1), "fit_seconds": round(fit, 1),
+            "committed_fit_seconds": record["results"][label]["seconds"]["fit"], "cells": cells,
             "tight_fit_seconds": round(fit_tight, 1), "tight_sklearn_seconds": round(sklearn_tight, 1),
-            "max_difference_points": max(abs(c["difference_points"]) for c in cells),
-            "over_tolerance": sum(abs(c["difference_points"]) > args.tolerance for c in cells),
-            "same_choices": float(np.mean([c["same_choice"] for c in cells])),
+            "max_difference_points": max(abs(c["difference_points"]) for c in versus) if versus else None,
+            "over_tolerance": sum(abs(c["difference_points"]) > args.tolerance for c in versus) if versus else None,
+            "same_choices": float(np.mean([c["same_choice"] for c in versus])) if versus else None,
             "max_tight_difference_points": max(abs(c["tight_difference_points"]) for c in cells),
             "tight_over_tolerance": sum(abs(c["tight_difference_points"]) > args.tolerance for c in cells),
             "tight_same_choices": float(np.mean([c["tight_same_choice"] for c in cells]))}
@@ -98,9 +106,17 @@ def report(checks: list[dict[str, Any]], args: argparse.Namespace,
            commands: list[tuple[str, dict[str, Any] | None]]) -> str:
     done = [c for c in checks if "cells" in c]
     tol, ref = args.tolerance, f"{args.reference_tol:g}"
-    rows = [[c["task"], c["encoder"], str(len(c["cells"])), f"{c['max_tight_difference_points']:.2f}",
+
+    def number(value: float | None, form: str = "{:.2f}") -> str:
+        return "–" if value is None else form.format(value)
+
+    def encoder(check: dict[str, Any]) -> str:
+        return check["encoder"] + (" (retrained)" if check.get("retrained") else "")
+
+    retrained = sorted({(c["encoder"], c["retrained"]) for c in done if c.get("retrained")})
+    rows = [[c["task"], encoder(c), str(len(c["cells"])), f"{c['max_tight_difference_points']:.2f}",
              str(c["tight_over_tolerance"]), f"{100 * c['tight_same_choices']:.0f}%",
-             f"{c['max_difference_points']:.2f}", str(c["over_tolerance"]), str(c["encode_seconds"]),
+             number(c["max_difference_points"]), number(c["over_tolerance"], "{}"), str(c["encode_seconds"]),
              str(c["fit_seconds"]), str(c["committed_fit_seconds"]), str(c["tight_fit_seconds"]),
              str(c["tight_sklearn_seconds"])] for c in done]
     ok = all(c["tight_over_tolerance"] == 0 for c in done)
@@ -119,7 +135,10 @@ def report(checks: list[dict[str, Any]], args: argparse.Namespace,
              "- **Committed**: the batched fitter at the grid's settings (tol "
              f"{next((c['grid_tol'] for c in done), 1e-4):g}) against the committed scikit-learn score, fitted on "
              "features encoded on another machine and stopped at tol 1e-4 on its own path: both can move a "
-             "borderline choice of C or a few predictions near the boundary.", "",
+             "borderline choice of C or a few predictions near the boundary.",
+             *[f"- **Retrained** (–: nothing to compare with): {label}'s run folder is not here, so the same recipe "
+               f"was trained again ({path}); other weights than the grid's, so other features: only the "
+               "same-features check applies to it." for label, path in retrained], "",
              *markdown_table(["task", "encoder", "cells", f"largest difference, tol {ref}", f"over {tol}",
                               "same C", "largest difference vs committed", f"over {tol}", "encode s",
                               "fit s", "committed fit s", f"fit s, tol {ref}", f"scikit-learn s, tol {ref}"], rows),
@@ -130,12 +149,14 @@ def report(checks: list[dict[str, Any]], args: argparse.Namespace,
     lines += markdown_table(["task", "encoder", "row", "pooling", "split", f"scikit-learn, tol {ref}",
                              f"new, tol {ref}", "difference", "same C", "committed", "new", "difference",
                              "same C"],
-                            [[c["task"], c["encoder"], cell["row"], cell["pooling"], cell["split"],
+                            [[c["task"], encoder(c), cell["row"], cell["pooling"], cell["split"],
                               f"{cell['sklearn_tight']:.4f}", f"{cell['new_tight']:.4f}",
                               f"{cell['tight_difference_points']:+.2f}",
                               "yes" if cell["tight_same_choice"] else "no",
-                              f"{cell['committed']:.4f}", f"{cell['new']:.4f}", f"{cell['difference_points']:+.2f}",
-                              "yes" if cell["same_choice"] else "no"] for c in done for cell in c["cells"]])
+                              number(cell["committed"], "{:.4f}"), f"{cell['new']:.4f}",
+                              number(cell["difference_points"], "{:+.2f}"),
+                              "–" if cell["same_choice"] is None else "yes" if cell["same_choice"] else "no"]
+                             for c in done for cell in c["cells"]])
     return "\n".join(lines) + "\n"
 
 
@@ -145,6 +166,10 @@ def main() -> int:
     parser.add_argument("--reference_tol", type=float, default=1e-6,
                         help="both fitters' tol for the same-features comparison (the optimum)")
     parser.add_argument("--reference_max_iter", type=int, default=10000)
+    parser.add_argument("--retrained", action="append", default=[], metavar="LABEL=PATH",
+                        help="use the encoder at PATH in the place of the grid's encoder LABEL (the same recipe "
+                        "trained again where the grid's run folder is gone): the same-features check only "
+                        "(repeatable)")
     args = parser.parse_args()
     try:
         return check(args)
@@ -174,6 +199,23 @@ def earlier(path: Path, args: argparse.Namespace) -> tuple[list[dict[str, Any]],
     return checks, commands
 
 
+def retrained_encoders(given: list[str], results: dict[str, Any], path: Path) -> dict[str, str]:
+    """``--retrained LABEL=PATH`` options as {label: path}, each label one of the grid's encoders."""
+    labels = [e["label"] for e in results["encoders"]]
+    chosen: dict[str, str] = {}
+    for option in given:
+        label, sep, folder = option.partition("=")
+        if not sep or not folder:
+            raise ValueError(f"--retrained {option}: expected LABEL=PATH")
+        if label not in labels:
+            raise ValueError(f"--retrained {option}: {path} has no encoder {label!r}; its encoders: "
+                             f"{', '.join(labels)}")
+        if not Path(folder).exists():
+            raise ValueError(f"--retrained {option}: no such file or folder {folder}")
+        chosen[label] = folder
+    return chosen
+
+
 def check(args: argparse.Namespace) -> int:
     if not args.reference_tol > 0 or args.reference_max_iter < 1:
         raise ValueError(f"--reference_tol {args.reference_tol} / --reference_max_iter {args.reference_max_iter}: "
@@ -188,6 +230,7 @@ def check(args: argparse.Namespace) -> int:
     torch.set_num_threads(1)
     where = machine()
     results = read_grid(given)
+    args.retrained = retrained_encoders(args.retrained, results, given)
     pairs = grid_pairs(results, args.task, args.encoder)
     out.mkdir(parents=True, exist_ok=True)
     command = " ".join(["python", *sys.argv])
@@ -199,7 +242,8 @@ def check(args: argparse.Namespace) -> int:
                        "machine": where})
         print(f"{task_name} / {label}: " + (checks[-1].get("skipped") or
               f"largest difference {checks[-1]['max_tight_difference_points']:.2f} points at tol "
-              f"{args.reference_tol:g}, {checks[-1]['max_difference_points']:.2f} against the committed score"),
+              f"{args.reference_tol:g}" + ("" if checks[-1]["max_difference_points"] is None else
+                                           f", {checks[-1]['max_difference_points']:.2f} against the committed score")),
               file=sys.stderr, flush=True)
         # written after every check: a long run cut short keeps what it measured
         write_files(out, {"results.json": json.dumps({"commands": [{"command": c, "machine": m}

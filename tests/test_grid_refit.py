@@ -96,6 +96,35 @@ def test_the_fitter_check_passes_on_a_grid_and_adds_runs_to_its_folder(grid: tup
     assert "Traceback" not in missing.stderr and not (tmp_path / "elsewhere").exists()
 
 
+def test_a_retrained_encoder_takes_the_place_of_one_that_is_gone(grid: tuple[Path, Path], tmp_path: Path) -> None:
+    """The grid's encoder is gone (a fine-tuned run folder is not committed): the same recipe trained again, named
+    by --retrained, gives the same-features check on its own features; the committed scores are not compared."""
+    results_path, cache = grid
+    results = json.loads(results_path.read_text())
+    texts = [e.text_a for e in read_table(MR, ["sentence"], "label")]
+    other = save_tiny_encoder(tmp_path / "retrained", texts, max_words=300)  # other weights, the same shape
+    results["encoders"][0]["encoder"] = str(tmp_path / "gone")
+    moved = tmp_path / "results.json"
+    moved.write_text(json.dumps(results))
+    args = ["--results", str(moved), "--cache_dir", str(cache), "--task", "MR"]
+    skipped = _script("scripts/check_probe_fitter.py", str(tmp_path / "skipped"), *args)
+    assert skipped.returncode == 0 and "skipped MR / pre: encoder not here" in (tmp_path / "skipped" / "report.md"
+                                                                                ).read_text()
+    out = tmp_path / "check"
+    run = _script("scripts/check_probe_fitter.py", str(out), *args, "--retrained", f"pre={other}")
+    assert run.returncode == 0, run.stderr[-2000:]
+    check = json.loads((out / "results.json").read_text())["checks"][0]
+    assert check["retrained"] == str(other) and check["tight_over_tolerance"] == 0 and len(check["cells"]) >= 20
+    assert check["max_difference_points"] is None and all(c["committed"] is None for c in check["cells"])
+    report = (out / "report.md").read_text()
+    assert "| MR | pre (retrained) |" in report and "**Retrained**" in report and str(other) in report
+    for bad, message in ((f"nobody={other}", "has no encoder 'nobody'"), ("pre", "expected LABEL=PATH"),
+                         (f"pre={tmp_path / 'nowhere'}", "no such file or folder")):
+        failed = _script("scripts/check_probe_fitter.py", str(tmp_path / "bad"), *args, "--retrained", bad)
+        assert failed.returncode == 2 and message in failed.stderr and "Traceback" not in failed.stderr
+        assert not (tmp_path / "bad").exists()
+
+
 def test_the_grid_benchmark_times_both_fitters_task_by_task(grid: tuple[Path, Path], tmp_path: Path) -> None:
     results_path, cache = grid
     out = tmp_path / "bench"

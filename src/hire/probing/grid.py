@@ -224,17 +224,19 @@ class GridTask:
 
 
 def grid_task(results: dict[str, Any], task_name: str, label: str, cache_dir: str | Path, device: str = "cpu",
-              ) -> GridTask | str:
+              retrained: str | None = None) -> GridTask | str:
     """The grid's ``task_name`` for its encoder ``label``, or why it cannot be had here (a string): the encoder
-    is not here, or not with the weights the grid names (its sha256)."""
+    is not here, or not with the weights the grid names (its sha256). ``retrained``: an encoder to use in the
+    place of the grid's (the same recipe trained again, say, where the grid's run folder is gone), whatever its
+    weights: its features are not the grid's, so its scores compare with a refit on them, not with the grid's."""
     config = results["config"]
     encoder = next(e for e in results["encoders"] if e["label"] == label)
     try:
-        source = resolve_source(encoder["encoder"])
+        source = resolve_source(retrained or encoder["encoder"])
         fp = fingerprint(source)["sha256"]
     except (ValueError, OSError) as error:
         return f"encoder not here: {error}"
-    if fp != encoder["fingerprint"]:
+    if fp != encoder["fingerprint"] and retrained is None:
         return "other weights than the grid's (sha256 differs)"
     probe = ProbeSettings(**{k: tuple(v) if isinstance(v, list) else v
                              for k, v in _with_default_probe(config)["probe"].items()})
