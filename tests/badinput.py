@@ -14,7 +14,8 @@ from the case before; a case refused before torch is imported runs in a child of
 torch, as in a fresh ``hire``. The first case of each command in a session (``hire train``, ``hire experiment``,
 ...) also runs as a genuinely fresh process through the installed ``hire`` console script, and the two must agree
 (exit status, stdout, stderr; progress bars' timings aside): the entry point itself is exercised, and the forked
-processes are checked against it.
+processes are checked against it. The end-to-end tests run their ``hire`` processes through the same drivers
+(:func:`hire_process`, with ``tests/killer.py``'s kill points armed in the child).
 """
 
 from __future__ import annotations
