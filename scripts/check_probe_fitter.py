@@ -44,6 +44,7 @@ from hire.hardware import machine
 from hire.probing.classifiers import reference_probe_feature_set
 from hire.probing.fit import probe_feature_sets
 from hire.probing.grid import grid_pairs, grid_parser, grid_task, read_grid, write_files
+from hire.probing.sources import resolve_source
 from hire.reporting import markdown_table
 
 
@@ -212,6 +213,10 @@ def retrained_encoders(given: list[str], results: dict[str, Any], path: Path) ->
                              f"{', '.join(labels)}")
         if not Path(folder).exists():
             raise ValueError(f"--retrained {option}: no such file or folder {folder}")
+        try:
+            resolve_source(folder)  # an encoder, a saved model or a run folder: named now, not skipped later
+        except (ValueError, OSError) as err:
+            raise ValueError(f"--retrained {option}: {err}") from None
         chosen[label] = folder
     return chosen
 

@@ -119,7 +119,8 @@ def test_a_retrained_encoder_takes_the_place_of_one_that_is_gone(grid: tuple[Pat
     report = (out / "report.md").read_text()
     assert "| MR | pre (retrained) |" in report and "**Retrained**" in report and str(other) in report
     for bad, message in ((f"nobody={other}", "has no encoder 'nobody'"), ("pre", "expected LABEL=PATH"),
-                         (f"pre={tmp_path / 'nowhere'}", "no such file or folder")):
+                         (f"pre={tmp_path / 'nowhere'}", "no such file or folder"),
+                         (f"pre={moved}", "not a model folder")):
         failed = _script("scripts/check_probe_fitter.py", str(tmp_path / "bad"), *args, "--retrained", bad)
         assert failed.returncode == 2 and message in failed.stderr and "Traceback" not in failed.stderr
         assert not (tmp_path / "bad").exists()
