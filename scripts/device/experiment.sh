@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# On the lent GPU machine, after scripts/device/run.sh: train an experiment's cells that have no record yet, JOBS at
+# once (further `hire experiment run` options may follow, such as --only train.seed=1), for at most MINUTES; then
+# stop them cleanly (a later call resumes them on the same warm machine) and put the records, the runs' logs and
+# metrics and the machine's description in $OUT/<name>.tar.gz. Stopping and packing take up to a minute and a
+# half: give the call's timeout_s that much more than MINUTES.
+#
+#   bash scripts/device/run.sh bash scripts/device/experiment.sh configs/experiments/wikiqa-minilm.yaml 8 8
+#
+# Here, afterwards: tar -xzf <files_at>/<name>.tar.gz (from the checkout's root: experiments/<name>/records/ and
+# runs/device/<name>/), then `hire experiment report <experiment file>`.
+set -uo pipefail
+[ "$#" -ge 3 ] || { echo "usage: experiment.sh EXPERIMENT MINUTES JOBS [hire experiment run options]" >&2; exit 2; }
+EXP=$1 MINUTES=$2 JOBS=$3
+shift 3
+NAME=$(python3 -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))['name'])" "$EXP")
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+export OMP_NUM_THREADS=1   # the cells share the machine's cores; the GPU does the work
+nvidia-smi -L > "$OUT/machine.txt" 2>&1
+python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)" \
+  >> "$OUT/machine.txt"
+date -u >> "$OUT/machine.txt"
+setsid hire experiment run "$EXP" --jobs "$JOBS" --runs_dir runs/device "$@" > "$OUT/$NAME.log" 2>&1 &
+pid=$!
+deadline=$((SECONDS + MINUTES * 60))
+while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 5; done
+if kill -0 "$pid" 2>/dev/null; then
+  echo "stopping at the $MINUTES-minute limit: unfinished cells resume in a later call" | tee -a "$OUT/$NAME.log"
+  kill -INT -- -"$pid" 2>/dev/null
+  for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+  kill -KILL -- -"$pid" 2>/dev/null
+fi
+wait "$pid" 2>/dev/null
+hire experiment status "$EXP" --runs_dir runs/device >> "$OUT/$NAME.log" 2>&1
+date -u >> "$OUT/machine.txt"
+tar -czf "$OUT/$NAME.tar.gz" --exclude='.claims' --exclude='.lock' "experiments/$NAME/records" \
+  --exclude='best' --exclude='checkpoint*' --exclude='tensorboard' --exclude='*.safetensors' --exclude='*.bin' "runs/device/$NAME"
+tail -n 20 "$OUT/$NAME.log"
