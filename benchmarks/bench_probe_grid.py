@@ -37,7 +37,7 @@ from hire.reporting import markdown_table
 
 
 def time_one(results: dict[str, Any], task_name: str, label: str, args: argparse.Namespace) -> dict[str, Any]:
-    grid = grid_task(results, task_name, label, args.cache_dir, "cpu")
+    grid = grid_task(results, task_name, label, args.cache_dir, args.device)  # encoding, where not cached
     if isinstance(grid, str):
         return {"task": task_name, "encoder": label, "skipped": grid}
     task = grid.task
@@ -63,11 +63,11 @@ def time_one(results: dict[str, Any], task_name: str, label: str, args: argparse
     return out
 
 
-def time_encoding(results: dict[str, Any], task_name: str, label: str, threads: int) -> dict[str, Any]:
+def time_encoding(results: dict[str, Any], task_name: str, label: str, threads: int, device: str) -> dict[str, Any]:
     """The grid's encoding of ``task_name`` (every split, every hidden state) by ``label``, again, into an empty
-    temporary cache: seconds, with the grid's settings and ``threads`` CPU threads."""
+    temporary cache: seconds, with the grid's settings on ``device`` (``threads`` CPU threads)."""
     with tempfile.TemporaryDirectory(prefix="bench-probe-grid-") as cache, threadpool_limits(threads):
-        grid = grid_task(results, task_name, label, cache, "cpu")
+        grid = grid_task(results, task_name, label, cache, device)
     if isinstance(grid, str):
         return {"skipped": grid}
     return {"encode_here_seconds": round(grid.encode_seconds, 1)}
@@ -107,9 +107,12 @@ def report(timings: list[dict[str, Any]], commands: list[dict[str, Any]]) -> str
     last = commands[-1]["machine"]
     lines = ["# A committed probe grid's fitting, timed again: scikit-learn against the batched fitter", "",
              f"Machine: {last.get('cpu', '?')}, {last.get('cores', '?')} cores, {commands[-1]['threads']} thread(s) "
-             f"for both fitters; torch {last.get('torch', '?')} (each run below names its own).", ""]
-    lines += [f"{i}. `{c['command']}`: {c['machine'].get('cpu', '?')}, {c['machine'].get('cores', '?')} cores, torch "
-              f"{c['machine'].get('torch', '?')}, {c['threads']} thread(s), {c['machine'].get('date', '?')}"
+             f"for both fitters" + (f", GPU {last['gpu']} for the batched fitter and the encoding (device "
+                                    f"{commands[-1].get('device')})" if "gpu" in last else "")
+             + f"; torch {last.get('torch', '?')} (each run below names its own).", ""]
+    lines += [f"{i}. `{c['command']}`: {c['machine'].get('cpu', '?')}, {c['machine'].get('cores', '?')} cores, "
+              + (f"GPU {c['machine']['gpu']} (device {c.get('device', 'cpu')}), " if "gpu" in c["machine"] else "")
+              + f"torch {c['machine'].get('torch', '?')}, {c['threads']} thread(s), {c['machine'].get('date', '?')}"
               + (f", load average before (1, 5, 15 min): {', '.join(map(str, c['load_average']))}"
                  if "load_average" in c else "") for i, c in enumerate(commands, 1)]
     lines += ["", "A load average near 2 before a run means another job shared the 2 cores: both fitters of a task "
@@ -189,11 +192,12 @@ def main() -> int:
     torch.set_num_threads(args.threads)
     out.mkdir(parents=True, exist_ok=True)
     commands.append({"command": " ".join(["python", *sys.argv]), "machine": machine_info(), "threads": args.threads,
+                     "device": args.device,
                      "load_average": [round(v, 1) for v in os.getloadavg()]})
     for task_name, label in pairs:
         old = timed.get((task_name, label), {})
         if args.time_encoding:
-            encoded = time_encoding(results, task_name, label, args.threads)
+            encoded = time_encoding(results, task_name, label, args.threads, args.device)
             if "skipped" in encoded:
                 print(f"{task_name} / {label}: {encoded['skipped']}", file=sys.stderr, flush=True)
                 continue
