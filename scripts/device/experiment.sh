@@ -34,6 +34,16 @@ fi
 wait "$pid" 2>/dev/null
 hire experiment status "$EXP" --runs_dir runs/device >> "$OUT/$NAME.log" 2>&1
 date -u >> "$OUT/machine.txt"
-tar -czf "$OUT/$NAME.tar.gz" --exclude='.claims' --exclude='.lock' "experiments/$NAME/records" \
-  --exclude='best' --exclude='checkpoint*' --exclude='tensorboard' --exclude='*.safetensors' --exclude='*.bin' "runs/device/$NAME"
+# each cell's log is mostly progress bars: its last 20 kB travel, beside the run folders without their weights
+tails="runs/device/$NAME.log-tails"
+rm -rf "$tails" && mkdir -p "$tails"
+for f in "runs/device/$NAME"/logs/*.log; do [ -f "$f" ] && tail -c 20000 "$f" > "$tails/$(basename "$f")"; done
+pack() { tar -czf "$OUT/$NAME.tar.gz" --exclude='.claims' --exclude='.lock' --exclude='best' --exclude='checkpoint*' \
+  --exclude='tensorboard' --exclude='logs' --exclude='*.safetensors' --exclude='*.bin' "$@"; }
+pack "experiments/$NAME/records" "runs/device/$NAME" "$tails"
+if [ "$(stat -c %s "$OUT/$NAME.tar.gz")" -gt $((15 * 1024 * 1024)) ]; then  # 16 MiB a file comes back
+  echo "the run folders are too large to come back: records and log tails only" | tee -a "$OUT/$NAME.log"
+  pack "experiments/$NAME/records" "$tails"
+fi
+ls -l "$OUT"
 tail -n 20 "$OUT/$NAME.log"
