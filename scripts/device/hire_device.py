@@ -65,7 +65,8 @@ def working_tree_mib() -> float:
 
 
 def pip(*args: str) -> None:
-    subprocess.run([sys.executable, "-m", "pip", "-q", *args], check=True)
+    if subprocess.run([sys.executable, "-m", "pip", "-q", *args]).returncode:
+        fail(f"pip {' '.join(args)}: failed (its output is above); stage needs PyPI")
 
 
 def stage(args: argparse.Namespace) -> int:
