@@ -13,6 +13,9 @@ set -uo pipefail
 [ "$#" -ge 3 ] || { echo "usage: experiment.sh EXPERIMENT MINUTES JOBS [hire experiment run options]" >&2; exit 2; }
 EXP=$1 MINUTES=$2 JOBS=$3
 shift 3
+[ -f "$EXP" ] || { echo "experiment.sh: error: $EXP: no such experiment file" >&2; exit 2; }
+[[ "$MINUTES" =~ ^[0-9]+$ && "$JOBS" =~ ^[1-9][0-9]*$ ]] \
+  || { echo "experiment.sh: error: MINUTES ($MINUTES) and JOBS ($JOBS): expected whole numbers, JOBS 1 or more" >&2; exit 2; }
 NAME=$(python3 -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))['name'])" "$EXP")
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"

@@ -108,11 +108,15 @@ def check_encoders(encoders: list[str], option: str = "--encoder") -> None:
 
 
 def resolve_device(choice: str) -> str:
-    """``--device``: ``auto`` is cuda where there is a CUDA device, else cpu; a cuda device where there is none is
-    a ConfigError."""
+    """``--device``: ``auto`` is cuda where there is a CUDA device, else cpu; a name torch does not know, or a cuda
+    device where there is none, is a ConfigError."""
     import torch
 
     device = choice if choice != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        torch.device(device)
+    except RuntimeError:
+        raise ConfigError(f"--device {choice}: not a torch device (cpu, cuda, cuda:1, ...)") from None
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ConfigError(f"--device {choice}: no CUDA device here")
     return device

@@ -269,7 +269,16 @@ def grid_parser(doc: str, out_help: str) -> Any:
     parser.add_argument("--results", default="experiments/probe-minilm/results.json", help="the grid's results.json")
     parser.add_argument("--task", action="append", default=[], help="only these tasks (repeatable)")
     parser.add_argument("--encoder", action="append", default=[], help="only these encoder labels (repeatable)")
-    parser.add_argument("--device", default="cpu", help="the batched fitter's device")
+    def device(choice: str) -> str:
+        from hire.config import ConfigError
+        from hire.probing.cli import resolve_device
+
+        try:
+            return resolve_device(choice)
+        except ConfigError as err:
+            raise argparse.ArgumentTypeError(str(err).removeprefix(f"--device {choice}: ")) from None
+
+    parser.add_argument("--device", default="cpu", type=device, help="the batched fitter's device")
     parser.add_argument("--cache_dir", default=str(default_cache_dir()))
     return parser
 
