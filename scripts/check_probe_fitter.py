@@ -28,6 +28,7 @@ features.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import sys
@@ -200,6 +201,27 @@ def earlier(path: Path, args: argparse.Namespace) -> tuple[list[dict[str, Any]],
     return checks, commands
 
 
+def record(out: Path, mine: list[dict[str, Any]], command: tuple[str, Any],
+           args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Write this run's checks into OUT's files, merged with what is there now: read again under a lock, so that
+    two runs given the same OUT (one per core) each add their own (task, encoder) checks and neither loses the
+    other's. A (task, encoder) checked again is replaced. Returns every check written."""
+    folder = os.open(out, os.O_RDONLY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)  # on the folder itself: no lock file left behind; released on close
+        checks, commands = earlier(out / "results.json", args)
+        done = {(c["task"], c["encoder"]) for c in mine}
+        checks = [c for c in checks if (c["task"], c["encoder"]) not in done] + mine
+        commands = commands + [command] * (command not in commands)
+        write_files(out, {"results.json": json.dumps({"commands": [{"command": c, "machine": m}
+                                                                   for c, m in commands], "checks": checks},
+                                                     indent=2) + "\n",
+                          "report.md": report(checks, args, commands)})
+    finally:
+        os.close(folder)
+    return checks
+
+
 def retrained_encoders(given: list[str], results: dict[str, Any], path: Path) -> dict[str, str]:
     """``--retrained LABEL=PATH`` options as {label: path}, each label one of the grid's encoders."""
     labels = [e["label"] for e in results["encoders"]]
@@ -239,22 +261,18 @@ def check(args: argparse.Namespace) -> int:
     pairs = grid_pairs(results, args.task, args.encoder)
     out.mkdir(parents=True, exist_ok=True)
     command = " ".join(["python", *sys.argv])
-    checks, commands = earlier(out / "results.json", args)
-    commands.append((command, where))
+    earlier(out / "results.json", args)  # a results file of another kind or tol: refused before any work
+    mine: list[dict[str, Any]] = []
+    checks: list[dict[str, Any]] = []
     for task_name, label in pairs:
-        checks = [c for c in checks if (c["task"], c["encoder"]) != (task_name, label)]
-        checks.append({**check_one(results, task_name, label, args), "reference_tol": args.reference_tol,
-                       "machine": where})
-        print(f"{task_name} / {label}: " + (checks[-1].get("skipped") or
-              f"largest difference {checks[-1]['max_tight_difference_points']:.2f} points at tol "
-              f"{args.reference_tol:g}" + ("" if checks[-1]["max_difference_points"] is None else
-                                           f", {checks[-1]['max_difference_points']:.2f} against the committed score")),
+        mine.append({**check_one(results, task_name, label, args), "reference_tol": args.reference_tol,
+                     "machine": where})
+        print(f"{task_name} / {label}: " + (mine[-1].get("skipped") or
+              f"largest difference {mine[-1]['max_tight_difference_points']:.2f} points at tol "
+              f"{args.reference_tol:g}" + ("" if mine[-1]["max_difference_points"] is None else
+                                           f", {mine[-1]['max_difference_points']:.2f} against the committed score")),
               file=sys.stderr, flush=True)
-        # written after every check: a long run cut short keeps what it measured
-        write_files(out, {"results.json": json.dumps({"commands": [{"command": c, "machine": m}
-                                                              for c, m in commands], "checks": checks},
-                                                            indent=2) + "\n",
-                          "report.md": report(checks, args, commands)})
+        checks = record(out, mine, (command, where), args)  # after every check: a run cut short keeps what it measured
     print((out / "report.md").read_text() if checks else "nothing checked")
     return 0 if all(c.get("tight_over_tolerance", 0) == 0 for c in checks) else 1
 

@@ -84,6 +84,16 @@ def test_the_fitter_check_passes_on_a_grid_and_adds_runs_to_its_folder(grid: tup
     assert again.returncode == 0, again.stderr[-2000:]
     assert [c["task"] for c in json.loads((out / "results.json").read_text())["checks"]] == ["MRPC", "MR"]
 
+    both = tmp_path / "both"  # two runs at once into one folder (one per core): each keeps the other's checks
+    runs = [subprocess.Popen([sys.executable, str(ROOT / "scripts/check_probe_fitter.py"), str(both), "--results",
+                              str(results_path), "--cache_dir", str(cache), "--task", task],
+                             cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for task in ("MR", "MRPC")]
+    assert [r.wait(timeout=600) for r in runs] == [0, 0]
+    record = json.loads((both / "results.json").read_text())
+    assert sorted(c["task"] for c in record["checks"]) == ["MR", "MRPC"] and len(record["commands"]) == 2
+    assert sorted(p.name for p in both.iterdir()) == ["report.md", "results.json"]
+
     other = _script("scripts/check_probe_fitter.py", str(out), "--results", str(results_path), "--cache_dir",
                     str(cache), "--task", "MR", "--reference_tol", "1e-5")  # not comparable with what is there
     assert other.returncode == 2 and "--reference_tol" in other.stderr and "Traceback" not in other.stderr
