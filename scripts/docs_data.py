@@ -570,6 +570,28 @@ class CommandReport:
             raise KeyError(f"table7: no row {kind!r} {row!r}")
         return max(medians)
 
+    def table7_best_epochs(self, row: str) -> str:
+        """table7: a frozen row's best epochs by seed, ``4, 3, 4`` (of the epochs each ran)."""
+        r = self._table7_row("frozen features", row)
+        return ", ".join(str(e) for e in r["best_epochs"])
+
+    def table7_best_was_last(self) -> str:
+        """table7: in how many of the frozen rows' runs (every row and seed) the best epoch was the last one run,
+        ``17 of 35``."""
+        runs = [(b, n) for r in self.data["rows"] if r["kind"] == "frozen features"
+                for b, n in zip(r["best_epochs"], r["epochs_run"], strict=True)]
+        return f"{sum(b == n for b, n in runs)} of {len(runs)}"
+
+    def table7_last_epoch_move(self) -> str:
+        """table7: the largest change of dev F1 x 100 between a run's last two epochs, over the frozen rows' runs."""
+        return f"{max(r['largest_last_epoch_move'] for r in self.data['rows'] if r['kind'] == 'frozen features'):.1f}"
+
+    def _table7_row(self, kind: str, row: str) -> dict[str, Any]:
+        for r in self.data["rows"]:
+            if r["kind"] == kind and r["row"] == row:
+                return r
+        raise KeyError(f"table7: no row {kind!r} {row!r}")
+
     def table7(self, kind: str, row: str, split: str = "dev") -> str:
         """table7: ``86.3 [85.9, 86.8]`` (median [min, max] over seeds) of a row's entity F1 x 100."""
         for r in self.data["rows"]:

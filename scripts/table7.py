@@ -79,8 +79,11 @@ def feature_scores(exp: Path) -> dict[str, dict[int, dict[str, float]]]:
     for path in sorted((exp / "records").glob("features__*.json")):
         r = read_json(path)
         m = r["metrics"]
-        rows.setdefault(r["row"], {})[r["seed"]] = {"dev": 100 * m["dev"]["f1"], "test": 100 * m["test"]["f1"],
-                                                    "seconds": m["train_seconds"], "epoch": m["best_epoch"]}
+        dev_curve = [100 * e["dev_f1"] for e in r.get("curve", [])]
+        rows.setdefault(r["row"], {})[r["seed"]] = {
+            "dev": 100 * m["dev"]["f1"], "test": 100 * m["test"]["f1"], "seconds": m["train_seconds"],
+            "epoch": m["best_epoch"], "epochs_run": m.get("epochs_run", len(dev_curve)),
+            "last_move": abs(dev_curve[-1] - dev_curve[-2]) if len(dev_curve) > 1 else 0.0}
     return rows
 
 
@@ -124,6 +127,11 @@ def table(features: dict, fine: dict) -> tuple[list[str], list[list[str]], list[
                           "–" if ref is None else f"{ref:.1f}"])
             data.append({"kind": kind, "row": name, "seeds": sorted(seeds), "dev": summarize(dev),
                          "test": summarize([t for t in test if t == t]), "train_seconds": seconds, "paper": ref})
+            if kind == "frozen features":  # by seed (the order of "seeds"): how training ended
+                by_seed = [seeds[s] for s in sorted(seeds)]
+                data[-1].update(best_epochs=[v["epoch"] for v in by_seed],
+                                epochs_run=[v["epochs_run"] for v in by_seed],
+                                largest_last_epoch_move=max(v["last_move"] for v in by_seed))
     return header, lines, data
 
 

@@ -18,9 +18,11 @@ def fake_seed(folder: Path, seed: int, f1: dict[str, float]) -> None:
         run.mkdir(parents=True)
         (run / "config.json").write_text(json.dumps({"encoder": "tiny", "settings": {"seed": seed}}))
         (run / "metrics.json").write_text(json.dumps({
-            "dev": {"f1": dev}, "test": {"f1": dev - 0.05}, "best_epoch": 2, "train_seconds": 10.0 * seed,
-            "machine": {"cpu": "test"}}))
-        (run / "epochs.jsonl").write_text(json.dumps({"epoch": 1, "train_loss": 0.5, "dev": {"f1": dev}}) + "\n")
+            "dev": {"f1": dev}, "test": {"f1": dev - 0.05}, "best_epoch": 1 if seed == 3 else 2, "epochs_run": 2,
+            "train_seconds": 10.0 * seed, "machine": {"cpu": "test"}}))
+        curve = [dev - 0.01 * seed, dev]  # dev F1 moves by `seed` points from epoch 1 to 2
+        (run / "epochs.jsonl").write_text("".join(json.dumps({"epoch": e, "train_loss": 0.5, "dev": {"f1": f}}) + "\n"
+                                                  for e, f in enumerate(curve, 1)))
 
 
 def test_collect_then_report_from_records_alone(tmp_path: Path) -> None:
@@ -38,6 +40,9 @@ def test_collect_then_report_from_records_alone(tmp_path: Path) -> None:
     assert rows["last"]["dev"]["median"] == pytest.approx(82.0) and rows["last"]["dev"]["n"] == 3
     assert rows["concat-last-4"]["test"]["median"] == pytest.approx(78.5)
     assert rows["last"]["paper"] == 94.9
+    assert rows["last"]["best_epochs"] == [2, 2, 1] and rows["last"]["epochs_run"] == [2, 2, 2]
+    assert rows["last"]["largest_last_epoch_move"] == pytest.approx(3.0)
+    assert rows["concat-last-4"]["largest_last_epoch_move"] == pytest.approx(2.0)
     first = (exp / "tables" / "table7.md").read_bytes(), (exp / "report.md").read_bytes()
     assert "| frozen features: last | 3 | 82.0 [80.0, 90.0] | 77.0 [75.0, 85.0] | 20 | 94.9 |" in first[0].decode()
     assert table7.main(["report", str(exp)]) == 0
