@@ -109,8 +109,8 @@ def test_the_first_call_installs_the_checkout_and_imports_hire_there(tmp_path):
     wheel = b"0123456789" * 10
     root = checkout(tmp_path, wheel, [wheel[:60], wheel[60:]])
     shutil.rmtree(root / ".device" / "enc-2")
-    (root / "pyproject.toml").write_text('[project]\nname = "hire"\nversion = "0.0.1"\n'
-                                         '[tool.setuptools]\npackages = ["hire"]\n')
+    (root / "pyproject.toml").write_text('[project]\nname = "hire"\nversion = "0.0.1"\n[project.scripts]\n'
+                                         'hire = "hire.cli:main"\n[tool.setuptools]\npackages = ["hire"]\n')
     (root / "hire").mkdir()
     (root / "hire" / "__init__.py").write_text('__version__ = "0.0.1"\n')
     (root / "hire" / "cli.py").write_text("")
@@ -119,6 +119,27 @@ def test_the_first_call_installs_the_checkout_and_imports_hire_there(tmp_path):
     assert first.returncode == 3, first.stderr[-2000:]
     assert "installed the wheels and this checkout" in first.stdout and "hire 0.0.1" in first.stdout
     assert (there / "site" / "hire" / "cli.py").is_file() and (there / "site" / ".base").is_file()
+
+    encoder = tmp_path / "encoder-project"  # a wheel with a command of its own, as the encoder's has
+    (encoder / "enc").mkdir(parents=True)
+    (encoder / "enc" / "__init__.py").write_text("def main():\n    pass\n")
+    (encoder / "pyproject.toml").write_text('[project]\nname = "enc"\nversion = "1"\n[project.scripts]\n'
+                                            'enc = "enc:main"\n[tool.setuptools]\npackages = ["enc"]\n')
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
+                    str(tmp_path / "wheel"), str(encoder)], check=True)
+    built = next((tmp_path / "wheel").glob("*.whl"))
+    blob = built.read_bytes()
+    manifest = json.loads((root / ".device" / "manifest.json").read_text())
+    manifest.update(encoder_wheel=built.name, sha256=hashlib.sha256(blob).hexdigest())
+    (root / ".device" / "manifest.json").write_text(json.dumps(manifest))
+    shutil.rmtree(root / ".device" / "enc-1")
+    (root / ".device" / "enc-2").mkdir()
+    (root / ".device" / "enc-2" / "x.part2").write_bytes(blob[10:])
+    (there / "enc-1" / "x.whl.enc-1").write_bytes(blob[:10])  # what the first call left there
+    last = receive(root, there)
+    assert last.returncode == 0, last.stderr[-2000:]
+    assert (there / "encoder-site" / "enc" / "__init__.py").is_file() and (there / "site" / ".installed").is_file()
+    assert (there / "site" / "bin" / "hire").is_file()  # the encoder's install left hire's command in place
 
     (root / "hire" / "cli.py").write_text("raise ImportError('made for another Python')\n")
     broken = receive(root, tmp_path / "elsewhere")
