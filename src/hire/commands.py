@@ -372,8 +372,10 @@ def _cmd_export(args: ExportOptions) -> int:
     model = _load_model(args.model)
     with _staged_folder(out) as staged:
         model.save_pretrained(staged, tokenizer, with_code=True, card=ModelCard(**card))
+    auto = "AutoModelForTokenClassification" if type(model).__name__.endswith("ForTokenClassification") \
+        else "AutoModelForSequenceClassification"
     print(f"{out}: {model.config.head} model with its tokenizer and code; load it with transformers' "
-          "AutoModelForSequenceClassification.from_pretrained(..., trust_remote_code=True), hire installed or not")
+          f"{auto}.from_pretrained(..., trust_remote_code=True), hire installed or not")
     return 0
 
 

@@ -5,7 +5,8 @@ JSON lines (``--data.task custom --data.format conll|tokens``).
 Read by :mod:`hire.data.conll` (any IOB scheme becomes IOB2), tokenized by :mod:`hire.data.tokens` (one scored
 sub-token per word, windows over long sentences, document context), predicted by
 :class:`hire.model.HireForTokenClassification`, scored with seqeval in strict IOB2 mode (entity precision,
-recall and F1, as conlleval) or by token accuracy for plain tags. CoNLL-2003's test split is labelled: it is
+recall and F1; stricter than conlleval, which reads a predicted I-X that begins a chunk as an entity) or by
+token accuracy for plain tags. CoNLL-2003's test split is labelled: it is
 scored once, with the best model, and never used to choose it (``TaskData.held_out``).
 """
 
