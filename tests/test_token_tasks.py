@@ -240,6 +240,7 @@ def test_an_exported_tagger_tags_alike_where_hire_is_not_installed(tagger, tmp_p
     copy = tmp_path / "copy"
     result = hire_process("export", "--model", str(tagger), "--output_dir", str(copy))
     assert result.returncode == 0, result.stderr[-2000:]
+    assert "AutoModelForTokenClassification.from_pretrained" in result.stdout  # what it says to load it with
     line = "annas met bobxy in parisxy ."
     code = HIDE_HIRE + f"""
 import json
