@@ -490,8 +490,10 @@ class EvaluateOptions(_PredictingOptions):
     task: str = option("GLUE task name, conll2003 for a tagger, or wikiqa for a ranker")
     split: Literal["dev", "test", "all"] = option("which splits", "dev")
     data_dir: str | None = option("the task's folder (default: $HIRE_GLUE_DIR or ../shared/data/glue; CoNLL-2003: "
-                                  "$HIRE_CONLL2003_DIR or ../shared/data/conll2003)", None)
-    max_examples: AtLeast1 | None = option("only the first N examples of each split", None)
+                                  "$HIRE_CONLL2003_DIR or ../shared/data/conll2003; WikiQA: $HIRE_WIKIQA_DIR or "
+                                  "../shared/data/wikiqa)", None)
+    max_examples: AtLeast1 | None = option("only the first N examples of each split (for a ranker: N questions, "
+                                           "with all their candidates)", None)
     output_dir: str | None = option("where predictions and metrics go (default: RUN/eval-TASK beside the model when "
                                     "MODEL is a run's best/, whose files only hire train writes; else "
                                     "MODEL/eval-TASK); never a run folder or one of its files", None)

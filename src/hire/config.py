@@ -84,8 +84,10 @@ class DataConfig:
     label_column: str = _f("label", "custom task: the label column")
     regression: bool = _f(False, "custom task: the label is a real number (else: classes)")
     max_length: MaxLength = _f(128, "maximum tokens per example (longer ones are truncated)")
-    max_train_examples: AtLeast1 | None = _f(None, "use only the first N training examples (quick runs)")
-    max_eval_examples: AtLeast1 | None = _f(None, "use only the first N examples of each evaluation split")
+    max_train_examples: AtLeast1 | None = _f(None, "use only the first N training examples (quick runs; for a "
+                                                   "ranking task, N questions with all their candidates)")
+    max_eval_examples: AtLeast1 | None = _f(None, "use only the first N examples of each evaluation split (for a "
+                                                  "ranking task, N questions)")
     # Token tasks (a tag per word): conll2003, or custom files in --data.format conll or tokens.
     format: Literal["table", "conll", "tokens", "ranking"] = _f(
         "table", "custom task: the files' layout: table (.csv/.tsv/.jsonl rows, a label per row), conll (a word per "
