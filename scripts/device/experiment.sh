@@ -33,10 +33,12 @@ export OMP_NUM_THREADS=1   # the cells share the machine's cores; the GPU does t
   date -u; } > "$OUT/machine.txt" 2>&1
 records="experiments/$NAME/records"
 # Job control on: the runner gets its own process group (so one signal reaches it and its cells) in this session
-# (so the tool's kill at the call's limit reaches it too), and SIGINT as a signal it handles: a background job of a
-# script without job control would inherit SIGINT ignored, and never stop cleanly.
+# (so the tool's kill at the call's limit reaches it too). SIGINT is set back to its default before hire starts: a
+# background job of a script without job control, or of a shell that was started with SIGINT ignored, would
+# inherit it ignored (bash cannot undo that), and Python would then never stop cleanly on it.
 set -m
-hire experiment run "$EXP" --jobs "$JOBS" --runs_dir runs/device "$@" > "$OUT/$NAME.log" 2>&1 &
+python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
+  hire experiment run "$EXP" --jobs "$JOBS" --runs_dir runs/device "$@" > "$OUT/$NAME.log" 2>&1 &
 pid=$!
 set +m
 last_snapshot=$(date +%s)
