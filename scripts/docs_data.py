@@ -594,11 +594,11 @@ class CommandReport:
 
     def table7(self, kind: str, row: str, split: str = "dev") -> str:
         """table7: ``86.3 [85.9, 86.8]`` (median [min, max] over seeds) of a row's entity F1 x 100."""
-        for r in self.data["rows"]:
-            if r["kind"] == kind and r["row"] == row:
-                s = r[split]
-                return f"{s['median']:.1f}" if s["n"] == 1 else f"{s['median']:.1f} [{s['min']:.1f}, {s['max']:.1f}]"
-        return "not yet measured"
+        try:
+            s = self._table7_row(kind, row)[split]
+        except KeyError:
+            return "not yet measured"
+        return f"{s['median']:.1f}" if s["n"] == 1 else f"{s['median']:.1f} [{s['min']:.1f}, {s['max']:.1f}]"
 
 
 def load(directory: Path) -> Experiment | Probe | Reconstruct | RankProbe | CommandReport:
