@@ -136,23 +136,30 @@ class Preconditioner:
     logistic loss's Hessian at the start, ``a X^T X / N + lambda I`` (``lambda = 1 / (C n)``), up to a factor.
     Correlated features make that Hessian ill-conditioned and plain L-BFGS slow; started from ``M^-1``, it needs a
     fraction of the iterations. ``X^T X`` is estimated on at most :data:`GRAM_ROWS` rows (it only has to be
-    close), and the Cholesky factor is computed once per half decade of ``lambda``."""
+    close), and the Cholesky factor is computed once per half decade of ``lambda``, in ``x``'s precision where it
+    exists there (it only has to be close too), else in float64."""
 
     def __init__(self, x: Tensor, seed: int = 0):
         rows = x
         if x.shape[0] > GRAM_ROWS:
             pick = torch.randperm(x.shape[0], generator=torch.Generator().manual_seed(seed))[:GRAM_ROWS]
             rows = x[pick.to(x.device)]
-        self.gram = (rows.T @ rows).double() / rows.shape[0]
-        self.dtype = x.dtype
+        self.gram = _gram(rows[None], rows=False)[0] / rows.shape[0]
         self.factors: dict[float, Tensor] = {}
 
     def factor(self, ridge: float) -> Tensor:
         """The Cholesky factor of ``X^T X / N + r I`` for ``r`` near ``ridge``."""
         key = round(2 * float(np.log10(ridge))) / 2
         if key not in self.factors:
-            eye = torch.eye(self.gram.shape[0], dtype=self.gram.dtype, device=self.gram.device)
-            self.factors[key] = torch.linalg.cholesky(self.gram + 10**key * eye).to(self.dtype)
+            for dtype in dict.fromkeys((self.gram.dtype, torch.float64)):
+                m = self.gram.to(dtype, copy=True)
+                m.diagonal().add_(10**key)
+                factor, info = torch.linalg.cholesky_ex(m)
+                if int(info) == 0:
+                    break
+            else:
+                raise np.linalg.LinAlgError(f"probe preconditioner: X^T X / N + {10**key:g} I is not positive definite")
+            self.factors[key] = factor.to(self.gram.dtype)
         return self.factors[key]
 
 
@@ -310,30 +317,36 @@ def _along(problems: _Problems, theta: Tensor, direction: Tensor, z: Tensor, zq:
 
 
 class _State:
-    """The L-BFGS state of the problems still running (rows), with their ids among all problems."""
+    """The L-BFGS state of the problems still running (rows), with their ids among all problems. Besides the
+    gradient ``g`` it keeps ``pg = M^-1 g`` and, with each curvature pair, ``py = M^-1 y``: the recursion's
+    ``M^-1 q`` is then a combination of stored vectors, and each iteration applies ``M^-1`` once (to the new
+    gradient) instead of twice."""
 
-    def __init__(self, ids: Tensor, theta: Tensor, f: Tensor, g: Tensor, z: Tensor):
+    def __init__(self, ids: Tensor, theta: Tensor, f: Tensor, g: Tensor, pg: Tensor, z: Tensor):
         p, n = theta.shape
-        self.ids, self.theta, self.f, self.g, self.z = ids, theta, f, g, z
-        self.s, self.y = theta.new_zeros(HISTORY, p, n), theta.new_zeros(HISTORY, p, n)
+        self.ids, self.theta, self.f, self.g, self.pg, self.z = ids, theta, f, g, pg, z
+        self.s, self.y, self.py = theta.new_zeros(HISTORY, p, n), theta.new_zeros(HISTORY, p, n), \
+            theta.new_zeros(HISTORY, p, n)
         self.rho, self.gamma = theta.new_zeros(HISTORY, p), theta.new_ones(p)
         self.pairs = torch.zeros(p, dtype=torch.long, device=theta.device)
 
     def select(self, keep: Tensor) -> None:
-        for name in ("ids", "theta", "f", "g", "z", "gamma", "pairs"):
+        for name in ("ids", "theta", "f", "g", "pg", "z", "gamma", "pairs"):
             setattr(self, name, getattr(self, name)[keep])
-        self.s, self.y, self.rho = self.s[:, keep], self.y[:, keep], self.rho[:, keep]
+        self.s, self.y, self.py, self.rho = self.s[:, keep], self.y[:, keep], self.py[:, keep], self.rho[:, keep]
 
-    def direction(self, slot: int, precondition: Callable[[Tensor], Tensor]) -> Tensor:
-        """The two-loop recursion, newest pair first, from ``H0 = gamma M^-1``: ``-H g``."""
-        q = self.g.clone()
+    def direction(self, slot: int) -> Tensor:
+        """The two-loop recursion, newest pair first, from ``H0 = gamma M^-1``: ``-H g``. ``M^-1 q`` follows ``q``
+        through the first loop (``M^-1`` is linear), from ``pg`` and the stored ``py``."""
+        q, pq = self.g.clone(), self.pg.clone()
         alphas = []
         for j in range(HISTORY):
             i = (slot - 1 - j) % HISTORY
             a = self.rho[i] * (self.s[i] * q).sum(1)
             q -= a[:, None] * self.y[i]
+            pq -= a[:, None] * self.py[i]
             alphas.append((i, a))
-        r = self.gamma[:, None] * precondition(q)
+        r = self.gamma[:, None] * pq
         for i, a in reversed(alphas):
             r += self.s[i] * (a - self.rho[i] * (self.y[i] * r).sum(1))[:, None]
         return -r
@@ -351,8 +364,9 @@ def _solve(problems: _Problems, theta: Tensor, max_iter: int, tol: float = TOL) 
     iterations = torch.zeros(p_all, dtype=torch.long, device=theta.device)
     z = problems.linear(theta)
     f, g = problems.objective(theta, z)
-    st = _State(torch.arange(p_all, device=theta.device), theta.reshape(p_all, -1).clone(), f,
-                g.reshape(p_all, -1), z)
+    g = g.reshape(p_all, -1)
+    st = _State(torch.arange(p_all, device=theta.device), theta.reshape(p_all, -1).clone(), f, g,
+                problems.precondition(g), z)
     slot = 0
     for it in range(max_iter + 1):
         done = st.g.abs().amax(1) <= tol
@@ -365,11 +379,11 @@ def _solve(problems: _Problems, theta: Tensor, max_iter: int, tol: float = TOL) 
                 break
             st.select(~done)
             problems.select(~done)
-        d = st.direction(slot, problems.precondition)
+        d = st.direction(slot)
         slope = (st.g * d).sum(1)
         restart = (slope >= 0) | (st.pairs == 0)  # no curvature yet, or no descent (rounding): steepest descent
         if bool(restart.any()):
-            steepest = -problems.precondition(st.g)
+            steepest = -st.pg
             d = torch.where(restart[:, None], steepest, d)
             slope = torch.where(restart, (st.g * steepest).sum(1), slope)
         first = 1 / HESSIAN_WEIGHT if problems.factor is not None else 1.0 / d.norm(dim=1).clamp(min=1.0)
@@ -386,17 +400,19 @@ def _solve(problems: _Problems, theta: Tensor, max_iter: int, tol: float = TOL) 
             st.z = problems.linear(theta_new.view(-1, *shape))
             resid = problems.loss(st.z)[1]
         g_new = problems.gradient(theta_new.view(-1, *shape), resid).reshape(len(d), -1)
-        y = g_new - st.g
+        pg_new = problems.precondition(g_new)  # the iteration's one application of M^-1
+        y, py = g_new - st.g, pg_new - st.pg
         sy = (s * y).sum(1)
         pair = moved & (sy > 1e-10 * s.norm(dim=1) * y.norm(dim=1))
         st.s[slot] = torch.where(pair[:, None], s, torch.zeros_like(s))
         st.y[slot] = torch.where(pair[:, None], y, torch.zeros_like(y))
+        st.py[slot] = torch.where(pair[:, None], py, torch.zeros_like(py))
         st.rho[slot] = torch.where(pair, 1.0 / sy, torch.zeros_like(sy))
-        st.gamma = torch.where(pair, sy / (y * problems.precondition(y)).sum(1), st.gamma)
+        st.gamma = torch.where(pair, sy / (y * py).sum(1), st.gamma)
         st.pairs += pair.long()
         slot = (slot + 1) % HISTORY
         iterations[st.ids] += 1
-        st.theta, st.g, st.f = theta_new, g_new, torch.where(moved, f_new, st.f)
+        st.theta, st.g, st.pg, st.f = theta_new, g_new, pg_new, torch.where(moved, f_new, st.f)
         if not bool(moved.all()):  # no step decreased the objective: as good as this precision allows
             out[st.ids[~moved]] = st.theta[~moved].view(-1, *shape)
             if not bool(moved.any()):
