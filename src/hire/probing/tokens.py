@@ -285,7 +285,7 @@ def probe_layers(features: dict[str, np.ndarray], targets: dict[str, dict[str, n
     "test": scores, "not_converged"}``."""
     import torch
 
-    from hire.probing.fit import PRECONDITION_MAX_DIM, Preconditioner, fit_logistic, row_sets, standardise
+    from hire.probing.fit import fit_logistic, preconditioner, row_sets, standardise
 
     device = torch.device(settings.device)
     grid = sorted(settings.c_grid)
@@ -297,7 +297,7 @@ def probe_layers(features: dict[str, np.ndarray], targets: dict[str, dict[str, n
         xs = {split: (x - mean).div_(scale) for split, x in raw.items()}
         del raw
         rs = row_sets(xs["train"], [np.arange(len(xs["train"]))])
-        pre = Preconditioner(xs["train"]) if xs["train"].shape[1] <= PRECONDITION_MAX_DIM else None
+        pre = preconditioner(xs["train"])
         for name, labels in targets.items():
             classes = np.unique(labels["train"])
             classes_t = torch.as_tensor(classes, device=device)
