@@ -148,9 +148,14 @@ class Preconditioner:
         self.gram = _gram(rows[None], rows=False)[0] / rows.shape[0]
         self.factors: dict[float, Tensor] = {}
 
+    @staticmethod
+    def key(ridge: float) -> float:
+        """The half decade of ``ridge`` (its factor's ridge is ``10 ** key``)."""
+        return round(2 * float(np.log10(ridge))) / 2
+
     def factor(self, ridge: float) -> Tensor:
         """The Cholesky factor of ``X^T X / N + r I`` for ``r`` near ``ridge``."""
-        key = round(2 * float(np.log10(ridge))) / 2
+        key = self.key(ridge)
         if key not in self.factors:
             for dtype in dict.fromkeys((self.gram.dtype, torch.float64)):
                 m = self.gram.to(dtype, copy=True)
@@ -215,7 +220,8 @@ class _Problems:
         self.mean, self.scale = rs.mean[rowset], rs.scale[rowset]  # (P, D)
         self.weight = (rs.masks[:, rowset] / rs.counts[rowset]).T.contiguous()  # (P, N): shares of the mean loss
         self.inv_cn = (1.0 / (c * rs.counts[rowset].double())).to(x.dtype)  # (P,)
-        self.factor: Tensor | None = None
+        self.factor: Tensor | None = None  # one for all problems, at their mean ridge: on the committed grid
+        # faster than a factor per problem's C (1.2x to 1.4x, where the problems span the C grid)
         if preconditioner is not None:
             self.factor = preconditioner.factor(float(self.inv_cn.double().mean()) / HESSIAN_WEIGHT)
 
@@ -490,8 +496,8 @@ def fit_logistic(x: Tensor, y: Tensor, classes: Tensor, rs: RowSets, rowset: Seq
 class _LogisticSet:
     """One feature set's logistic-regression probes under a task's protocol: every fit of the protocol (each
     fold x each C, then the refits) is a column of one batched problem over the set's design matrix. The C grid
-    is taken in ascending order whatever order it was given in, so that a tie goes to the smaller C and each C's
-    solver starts from the next smaller one's solution."""
+    is taken in ascending order whatever order it was given in, so that a tie goes to the smaller C; a refit
+    starts from its chosen C's solution on the selection rows."""
 
     def __init__(self, xs: dict[str, np.ndarray], ys: dict[str, np.ndarray], fit_split: str,
                  metrics: tuple[str, ...], settings: ProbeSettings, device: torch.device):
@@ -516,12 +522,14 @@ class _LogisticSet:
         return fits
 
     def grid(self, rs: RowSets, rowsets: Sequence[int]) -> list[LogisticFits]:
-        """For each C of the grid, the fits of every row set in ``rowsets``; each C's solver starts from the
-        previous (smaller) C's solutions."""
-        fits: list[LogisticFits] = []
-        for c in self.c_grid:
-            fits.append(self.fit(rs, rowsets, [c] * len(rowsets), fits[-1] if fits else None))
-        return fits
+        """For each C of the grid, the fits of every row set in ``rowsets``: every (C, row set) one problem of a
+        single batch, each from zero as scikit-learn fits each C, so that each pass over ``x`` serves all of them
+        (on the committed grid 1.3x to 1.8x faster than solving one C after another, each from the previous one's
+        solution)."""
+        rows = list(rowsets)
+        fits = self.fit(rs, rows * len(self.c_grid), [c for c in self.c_grid for _ in rows])
+        part = [slice(i * len(rows), (i + 1) * len(rows)) for i in range(len(self.c_grid))]
+        return [LogisticFits(fits.weight[s], fits.bias[s], fits.converged[s], fits.iterations[s]) for s in part]
 
     def choose(self, fits: list[LogisticFits], j: int, x_sel: Tensor, y_sel: np.ndarray) -> int:
         """The index (into the ascending :attr:`c_grid`) of the C whose fit number ``j`` scores best on (x_sel,
