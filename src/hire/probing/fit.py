@@ -148,14 +148,9 @@ class Preconditioner:
         self.gram = _gram(rows[None], rows=False)[0] / rows.shape[0]
         self.factors: dict[float, Tensor] = {}
 
-    @staticmethod
-    def key(ridge: float) -> float:
-        """The half decade of ``ridge`` (its factor's ridge is ``10 ** key``)."""
-        return round(2 * float(np.log10(ridge))) / 2
-
     def factor(self, ridge: float) -> Tensor:
         """The Cholesky factor of ``X^T X / N + r I`` for ``r`` near ``ridge``."""
-        key = self.key(ridge)
+        key = round(2 * float(np.log10(ridge))) / 2
         if key not in self.factors:
             for dtype in dict.fromkeys((self.gram.dtype, torch.float64)):
                 m = self.gram.to(dtype, copy=True)
