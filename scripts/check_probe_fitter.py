@@ -105,7 +105,9 @@ def check_one(results: dict[str, Any], task_name: str, label: str, args: argpars
 
 
 def report(checks: list[dict[str, Any]], args: argparse.Namespace,
-           commands: list[tuple[str, dict[str, Any] | None]]) -> str:
+           commands: list[tuple[str, dict[str, Any] | None]], every: list[tuple[str, str]]) -> str:
+    """The report of every check in OUT; ``every``: the grid's (task, encoder) pairs, so that it says which are
+    not checked yet."""
     done = [c for c in checks if "cells" in c]
     tol, ref = args.tolerance, f"{args.reference_tol:g}"
 
@@ -125,11 +127,16 @@ def report(checks: list[dict[str, Any]], args: argparse.Namespace,
     runs = [f"`{command}`" + (f" on {m['cpu']}, {m['cpu_count']} cores, torch {m['torch']}" if m else
                               " (machine not recorded)") for command, m in commands]
     known = [m for _, m in commands if m]
+    checked = {(c["task"], c["encoder"]) for c in done}
+    missing = [f"{task} / {label}" for task, label in every if (task, label) not in checked]
+    coverage = (f"Checked: {sum(p in checked for p in every)} of the grid's {len(every)} (task, encoder) pairs, "
+                f"{sum(len(c['cells']) for c in done)} cells" +
+                (f"; not checked yet: {', '.join(missing)}." if missing else ": every pair of the grid."))
     lines = ["# The batched probe fitter against scikit-learn, on the committed grid", "",
              *([f"Machine: {known[-1]['cpu']}, {known[-1]['cpu_count']} cores, one thread; torch "
                 f"{known[-1]['torch']} (the latest run; each run below names its own).", ""] if known else []),
-             "Made by " + "; then ".join(runs) + f", on {args.device}, one thread. Scores in points (x 100); "
-             f"tolerance {tol}.", "",
+             f"Made by these runs, one after another or side by side, on {args.device}, one thread each (scores in "
+             f"points, x 100; tolerance {tol}):", "", *[f"{i}. {run}" for i, run in enumerate(runs, 1)], "",
              f"- **Same features, tol {ref}**: every cell fitted by `hire.probing.fit` and by scikit-learn "
              f"(`StandardScaler` + `LogisticRegression`, or `RidgeCV`) on the same features, both at tol {ref} "
              f"(at most {args.reference_max_iter} iterations), the grid's C grid and selection: the fitter's own "
@@ -145,7 +152,7 @@ def report(checks: list[dict[str, Any]], args: argparse.Namespace,
                               "same C", "largest difference vs committed", f"over {tol}", "encode s",
                               "fit s", "committed fit s", f"fit s, tol {ref}", f"scikit-learn s, tol {ref}"], rows),
              "", f"Every checked cell within {tol} points of scikit-learn on the same features: "
-             f"{'yes' if ok else '**no**'}.", ""]
+             f"{'yes' if ok else '**no**'}.", "", coverage, ""]
     lines += [f"- skipped {c['task']} / {c['encoder']}: {c['skipped']}" for c in checks if "skipped" in c]
     lines += ["", "## Every cell", ""]
     lines += markdown_table(["task", "encoder", "row", "pooling", "split", f"scikit-learn, tol {ref}",
@@ -201,8 +208,8 @@ def earlier(path: Path, args: argparse.Namespace) -> tuple[list[dict[str, Any]],
     return checks, commands
 
 
-def record(out: Path, mine: list[dict[str, Any]], command: tuple[str, Any],
-           args: argparse.Namespace) -> list[dict[str, Any]]:
+def record(out: Path, mine: list[dict[str, Any]], command: tuple[str, Any], args: argparse.Namespace,
+           every: list[tuple[str, str]]) -> list[dict[str, Any]]:
     """Write this run's checks into OUT's files, merged with what is there now: read again under a lock, so that
     two runs given the same OUT (one per core) each add their own (task, encoder) checks and neither loses the
     other's. A (task, encoder) checked again is replaced. Returns every check written."""
@@ -216,7 +223,7 @@ def record(out: Path, mine: list[dict[str, Any]], command: tuple[str, Any],
         write_files(out, {"results.json": json.dumps({"commands": [{"command": c, "machine": m}
                                                                    for c, m in commands], "checks": checks},
                                                      indent=2) + "\n",
-                          "report.md": report(checks, args, commands)})
+                          "report.md": report(checks, args, commands, every)})
     finally:
         os.close(folder)
     return checks
@@ -272,7 +279,8 @@ def check(args: argparse.Namespace) -> int:
               f"{args.reference_tol:g}" + ("" if mine[-1]["max_difference_points"] is None else
                                            f", {mine[-1]['max_difference_points']:.2f} against the committed score")),
               file=sys.stderr, flush=True)
-        checks = record(out, mine, (command, where), args)  # after every check: a run cut short keeps what it measured
+        # after every check: a run cut short keeps what it measured
+        checks = record(out, mine, (command, where), args, grid_pairs(results, [], []))
     print((out / "report.md").read_text() if checks else "nothing checked")
     return 0 if all(c.get("tight_over_tolerance", 0) == 0 for c in checks) else 1
 

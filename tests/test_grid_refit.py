@@ -69,6 +69,8 @@ def test_the_fitter_check_passes_on_a_grid_and_adds_runs_to_its_folder(grid: tup
     first = _script("scripts/check_probe_fitter.py", str(out), "--results", str(results_path), "--cache_dir",
                     str(cache), "--task", "MR")
     assert first.returncode == 0, first.stderr[-2000:]
+    assert "Checked: 1 of the grid's 2 (task, encoder) pairs" in (out / "report.md").read_text()
+    assert "not checked yet: MRPC / pre." in (out / "report.md").read_text()
     second = _script("scripts/check_probe_fitter.py", str(out), "--results", str(results_path), "--cache_dir",
                      str(cache), "--task", "MRPC")
     assert second.returncode == 0, second.stderr[-2000:]
@@ -78,6 +80,8 @@ def test_the_fitter_check_passes_on_a_grid_and_adds_runs_to_its_folder(grid: tup
     assert all(c["tight_over_tolerance"] == 0 and len(c["cells"]) >= 20 for c in record["checks"])
     report = (out / "report.md").read_text()
     assert "--task MR`" in report and "--task MRPC`" in report and "on the same features: yes" in report
+    assert "\n1. `python" in report and "\n2. `python" in report and "2 of the grid's 2" in report
+    assert "every pair of the grid" in report and "not checked yet" not in report
 
     again = _script("scripts/check_probe_fitter.py", str(out), "--results", str(results_path), "--cache_dir",
                     str(cache), "--task", "MR")  # a pair checked again replaces its check
