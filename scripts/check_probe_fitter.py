@@ -107,8 +107,9 @@ def check_one(results: dict[str, Any], task_name: str, label: str, args: argpars
 def report(checks: list[dict[str, Any]], args: argparse.Namespace,
            commands: list[tuple[str, dict[str, Any] | None]], every: list[tuple[str, str]]) -> str:
     """The report of every check in OUT; ``every``: the grid's (task, encoder) pairs, so that it says which are
-    not checked yet."""
-    done = [c for c in checks if "cells" in c]
+    not checked yet. Checks in the grid's order."""
+    order = {pair: i for i, pair in enumerate(every)}
+    done = sorted((c for c in checks if "cells" in c), key=lambda c: order.get((c["task"], c["encoder"]), len(order)))
     tol, ref = args.tolerance, f"{args.reference_tol:g}"
 
     def number(value: float | None, form: str = "{:.2f}") -> str:
