@@ -79,7 +79,7 @@ def test_the_fitter_check_passes_on_a_grid_and_adds_runs_to_its_folder(grid: tup
     assert len(record["commands"]) == 2 and all(c["machine"]["cpu_count"] >= 1 for c in record["commands"])
     assert all(c["tight_over_tolerance"] == 0 and len(c["cells"]) >= 20 for c in record["checks"])
     report = (out / "report.md").read_text()
-    assert "--task MR`" in report and "--task MRPC`" in report and "on the same features: yes" in report
+    assert "--task MR`" in report and "--task MRPC`" in report and "where settled at 1e-08): yes" in report
     assert "\n1. `python" in report and "\n2. `python" in report and "2 of the grid's 2" in report
     assert "every pair of the grid" in report and "not checked yet" not in report
 
@@ -108,6 +108,40 @@ def test_the_fitter_check_passes_on_a_grid_and_adds_runs_to_its_folder(grid: tup
                       str(tmp_path / "no-such.json"))
     assert missing.returncode == 2 and "--results" in missing.stderr and "no such file" in missing.stderr
     assert "Traceback" not in missing.stderr and not (tmp_path / "elsewhere").exists()
+
+
+def test_a_cell_over_the_tolerance_is_settled_at_a_tighter_tol(grid: tuple[Path, Path], tmp_path: Path) -> None:
+    """Where the two fitters differ by more than --tolerance at --reference_tol (here: any difference, at a loose
+    tol), the cell's feature set is fitted again by both at --settle_tol and judged there; --settle does that alone
+    for the checks already in OUT."""
+    results_path, cache = grid
+    out = tmp_path / "check"
+    common = ["--results", str(results_path), "--cache_dir", str(cache), "--task", "MR", "--tolerance", "0"]
+    loose = _script("scripts/check_probe_fitter.py", str(out), *common, "--reference_tol", "1e-1",
+                    "--settle_tol", "1e-1")  # settling at the same tol: still over, so the check fails
+    check = json.loads((out / "results.json").read_text())["checks"][0]
+    over = [c for c in check["cells"] if abs(c["tight_difference_points"]) > 0]
+    assert over, "a tol of 0.1 should leave the two fitters apart somewhere"
+    assert all("settled" in c and c["settled"]["tol"] == 0.1 for c in over)
+    assert check["settled_cells"] >= len(over) and check["over_at_reference_tol"] == len(over)
+    assert (loose.returncode == 1) == (check["tight_over_tolerance"] > 0)
+    assert "settled at tol 0.1" in (out / "report.md").read_text()
+
+    again = _script("scripts/check_probe_fitter.py", str(out), *common, "--reference_tol", "1e-1", "--settle")
+    assert again.returncode in (0, 1), again.stderr[-2000:]  # nothing left unsettled: nothing fitted
+    assert "nothing to settle" in again.stderr
+    for cell in check["cells"]:  # settle them afresh at the default (1e-3) from a record without them
+        cell.pop("settled", None)
+    record = json.loads((out / "results.json").read_text())
+    record["checks"] = [check]
+    (out / "results.json").write_text(json.dumps(record))
+    settled = _script("scripts/check_probe_fitter.py", str(out), *common, "--reference_tol", "1e-1", "--settle")
+    assert settled.returncode in (0, 1) and "cells settled at tol 0.001" in settled.stderr, settled.stderr[-2000:]
+    after = json.loads((out / "results.json").read_text())
+    assert all(c["settled"]["tol"] == 1e-3 for c in after["checks"][0]["cells"] if "settled" in c)
+    assert len(after["commands"]) == 2 and "--settle" in after["commands"][-1]["command"]  # no-op: not recorded
+    bad = _script("scripts/check_probe_fitter.py", str(tmp_path / "bad"), *common, "--settle_tol", "1e-3")
+    assert bad.returncode == 2 and "--settle_tol" in bad.stderr and not (tmp_path / "bad").exists()
 
 
 def test_a_retrained_encoder_takes_the_place_of_one_that_is_gone(grid: tuple[Path, Path], tmp_path: Path) -> None:
