@@ -170,7 +170,8 @@ def report(checks: list[dict[str, Any]], args: argparse.Namespace,
     def settled(c: dict[str, Any]) -> str:
         if not c.get("settled_cells"):
             return "–"
-        return (f"{c['settled_cells']} cells: largest {c['max_final_difference_points']:.2f} "
+        return (f"{c['settled_cells']} cell{'s' * (c['settled_cells'] != 1)}: largest "
+                f"{c['max_final_difference_points']:.2f} "
                 f"({c['settle_seconds']:g} s)")
 
     rows = [[c["task"], encoder(c), str(len(c["cells"])), f"{c['max_tight_difference_points']:.2f}",
