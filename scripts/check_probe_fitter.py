@@ -281,18 +281,19 @@ def earlier(path: Path, args: argparse.Namespace) -> tuple[list[dict[str, Any]],
     return checks, commands
 
 
-def record(out: Path, mine: list[dict[str, Any]], command: tuple[str, Any], args: argparse.Namespace,
+def record(out: Path, mine: list[dict[str, Any]], command: tuple[str, Any] | None, args: argparse.Namespace,
            every: list[tuple[str, str]]) -> list[dict[str, Any]]:
     """Write this run's checks into OUT's files, merged with what is there now: read again under a lock, so that
     two runs given the same OUT (one per core) each add their own (task, encoder) checks and neither loses the
-    other's. A (task, encoder) checked again is replaced. Returns every check written."""
+    other's. A (task, encoder) checked again is replaced; ``command`` None: none added (nothing was fitted).
+    Returns every check written."""
     folder = os.open(out, os.O_RDONLY)
     try:
         fcntl.flock(folder, fcntl.LOCK_EX)  # on the folder itself: no lock file left behind; released on close
         checks, commands = earlier(out / "results.json", args)
         done = {(c["task"], c["encoder"]) for c in mine}
         checks = [c for c in checks if (c["task"], c["encoder"]) not in done] + mine
-        commands = commands + [command] * (command not in commands)
+        commands = commands + [command] * (command is not None and command not in commands)
         write_files(out, {"results.json": json.dumps({"commands": [{"command": c, "machine": m}
                                                                    for c, m in commands], "checks": checks},
                                                      indent=2) + "\n",
@@ -344,6 +345,8 @@ def check(args: argparse.Namespace) -> int:
     results = read_grid(given)
     args.retrained = retrained_encoders(args.retrained, results, given)
     pairs = grid_pairs(results, args.task, args.encoder)
+    if args.settle and not (out / "results.json").is_file():
+        raise ValueError(f"{out}: no results.json of an earlier check to settle; run the check into it first")
     out.mkdir(parents=True, exist_ok=True)
     command = " ".join(["python", *sys.argv])
     earlier(out / "results.json", args)  # a results file of another kind or tol: refused before any work
@@ -383,10 +386,9 @@ def settle_only(out: Path, results: dict[str, Any], pairs: list[tuple[str, str]]
         print(f"{c['task']} / {c['encoder']}: {c['settled_cells']} cells settled at tol {args.settle_tol:g}, largest "
               f"difference there {c['max_final_difference_points']:.2f} points", file=sys.stderr, flush=True)
         mine.append(c)
-    if not mine:
+    if not mine:  # report.md drawn again from results.json (by this version), no command added: nothing was fitted
         print("nothing to settle: no checked cell differs by more than the tolerance", file=sys.stderr)
-        return 0 if all(c.get("tight_over_tolerance", 0) == 0 for c in checks) else 1
-    checks = record(out, mine, command, args, grid_pairs(results, [], []))
+    checks = record(out, mine, command if mine else None, args, grid_pairs(results, [], []))
     print((out / "report.md").read_text())
     return 0 if all(c.get("tight_over_tolerance", 0) == 0 for c in checks) else 1
 

@@ -142,6 +142,8 @@ def test_a_cell_over_the_tolerance_is_settled_at_a_tighter_tol(grid: tuple[Path,
     assert len(after["commands"]) == 2 and "--settle" in after["commands"][-1]["command"]  # no-op: not recorded
     bad = _script("scripts/check_probe_fitter.py", str(tmp_path / "bad"), *common, "--settle_tol", "1e-3")
     assert bad.returncode == 2 and "--settle_tol" in bad.stderr and not (tmp_path / "bad").exists()
+    nothing = _script("scripts/check_probe_fitter.py", str(tmp_path / "bad"), *common, "--settle")
+    assert nothing.returncode == 2 and "no results.json" in nothing.stderr and not (tmp_path / "bad").exists()
 
 
 def test_a_retrained_encoder_takes_the_place_of_one_that_is_gone(grid: tuple[Path, Path], tmp_path: Path) -> None:
