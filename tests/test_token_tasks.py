@@ -114,12 +114,13 @@ def test_document_context_end_to_end_scores_every_word_of_the_centre_sentences(w
 
 
 @pytest.mark.slow  # CI's slow run; fast: tests/test_resume.py kills and resumes sentence runs through the same loop
-def test_a_killed_tagger_run_resumes_to_the_same_result(world, tmp_path):
+@pytest.mark.parametrize("head", ["hire", "last-layer"])
+def test_a_killed_tagger_run_resumes_to_the_same_result(world, tmp_path, head):
     """Killed (like kill -9) after step 5, the same command resumes from step 4's checkpoint and ends where an
-    uninterrupted run ends."""
-    whole = train(parse_options(options(world, tmp_path / "whole", "--model.head", "hire")))
+    uninterrupted run ends. (On CoNLL-2003 with MiniLM: scripts/check_token_tasks.py.)"""
+    whole = train(parse_options(options(world, tmp_path / "whole", "--model.head", head)))
     parts = tmp_path / "parts"
-    args = ["train", *options(world, parts, "--model.head", "hire")]
+    args = ["train", *options(world, parts, "--model.head", head)]
     killed = hire_process(*args, kill="step:5")
     assert killed.returncode == 137, killed.stderr[-2000:]
     resumed = hire_process(*args)
@@ -201,6 +202,24 @@ def test_hire_predict_and_the_transformers_pipeline_give_the_same_tags(tagger, t
                    [(e["type"], e["text"].replace(" ", "")) for e in row["entities"]]
             grouped_lines += bool(row["entities"])
     assert pieces_split and grouped_lines  # the test means something only where words split, and entities form
+
+
+def test_hire_predict_tags_a_conll_file_as_it_tags_the_same_words_as_text(tagger, tmp_path):
+    """A CoNLL file (CoNLL-2003's columns, a document start) through `hire predict`: every sentence and word of the
+    file in order, with the tags and entity spans that the same words get as raw text."""
+    data = [[(w + s, t) for w, t in sentence] for sentence, s in zip(sentences(12, 9), ["", "s", "xy"] * 4,
+                                                                      strict=True)]
+    conll = write_conll(tmp_path / "in.conll", data)
+    text = tmp_path / "in.txt"
+    text.write_text("".join(" ".join(w for w, _ in sentence) + "\n" for sentence in data))
+    for path in (conll, text):
+        result = hire_process("predict", "--model", str(tagger), "--input", str(path))
+        assert result.returncode == 0, result.stderr[-2000:]
+    from_conll, from_text = ([json.loads(line) for line in p.with_suffix(".predictions.jsonl").read_text().splitlines()]
+                             for p in (conll, text))
+    assert [r["tokens"] for r in from_conll] == [[w for w, _ in sentence] for sentence in data]
+    assert [r["prediction"] for r in from_conll] == [r["prediction"] for r in from_text]
+    assert [r["entities"] for r in from_conll] == [r["entities"] for r in from_text]
 
 
 @pytest.mark.slow  # CI's slow run; fast: docs/guides/token-tasks.md's snippets train and evaluate conll2003 by name
