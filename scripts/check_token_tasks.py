@@ -169,6 +169,9 @@ def heldout_check(args: argparse.Namespace, work: Path) -> tuple[dict[str, Any],
               "dev_f1_seqeval_from_predictions": again,
               "dev_words": words, "dev_words_scored": dev["words"],
               "dev_words_in_predictions": sum(len(r["prediction"]) for r in rows), "seconds": round(seconds, 1)}
+    evaluations = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    curve = [(r["step"], r["dev"]["dev"]["f1"]) for r in evaluations if "dev" in r]
+    result["dev_f1_by_evaluation"] = curve
     result["passed"] = (abs(again - dev["f1"]) < 1e-12 and words == dev["words"] == result["dev_words_in_predictions"])
     return result, run, dev_file
 
@@ -265,7 +268,9 @@ def report(results: dict[str, Any]) -> str:
               f"`{h['file']}` (sha256 `{h['sha256']}`; where the committed check's file came from: the script's "
               f"docstring): {h['train_sentences']} training and "
               f"{h['dev_sentences']} dev sentences (the last ones), entity types {', '.join(h['entity_types'])}; "
-              f"`--model.head {h['head']}`, {h['epochs']} epochs at lr {h['lr']:g}, {h['seconds']:.0f} s.", "",
+              f"`--model.head {h['head']}`, {h['epochs']} epochs at lr {h['lr']:g}, {h['seconds']:.0f} s. Dev F1 at "
+              "each evaluation (step: F1): " + ", ".join(f"{step}: {100 * f1:.1f}" for step, f1 in
+                                                          h.get("dev_f1_by_evaluation", [])) + ".", "",
               *table(["dev F1 (the run)", "dev F1 (seqeval again, from predictions/dev.jsonl)",
                               "dev words", "scored", "in the predictions", "passed"],
                              [[f"{100 * h['dev_f1']:.2f}", f"{100 * h['dev_f1_seqeval_from_predictions']:.2f}",
