@@ -129,6 +129,9 @@ def split_sentences(path: Path, dev_share: float, folder: Path) -> tuple[Path, P
     if current:
         sentences.append(current)
     n_dev = math.ceil(dev_share * len(sentences))
+    if n_dev >= len(sentences):
+        raise SystemExit(f"check_token_tasks: --heldout {path}: {len(sentences)} sentence(s); a train and a dev part "
+                         f"need more (--dev_share {dev_share})")
     files = []
     for name, part in (("train.conll", sentences[:-n_dev]), ("dev.conll", sentences[-n_dev:])):
         out = folder / name
