@@ -49,10 +49,14 @@ from hire.reporting import markdown_table
 HERE = Path(__file__).resolve().parents[1]
 
 
+def offline() -> dict[str, str]:
+    """The environment of every ``hire`` process the check starts: this one's, offline."""
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
 def hire(*args: str, log: Path) -> subprocess.CompletedProcess[str]:
-    """``hire ARGS`` as its own process (offline), stdout and stderr kept in ``log``."""
-    result = subprocess.run([sys.executable, "-m", "hire.cli", *args], capture_output=True, text=True,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
+    """``hire ARGS`` as its own process, stdout and stderr kept in ``log``."""
+    result = subprocess.run([sys.executable, "-m", "hire.cli", *args], capture_output=True, text=True, env=offline())
     log.write_text(result.stdout + result.stderr)
     return result
 
@@ -68,7 +72,7 @@ def killed_at_checkpoint(args: list[str], run: Path, step: int, log: Path) -> in
     state = run / "checkpoint" / "trainer_state.json"  # written last: a whole checkpoint (see hire.runs)
     with log.open("w") as f:
         process = subprocess.Popen([sys.executable, "-m", "hire.cli", *args], stdout=f, stderr=subprocess.STDOUT,
-                                   env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
+                                   env=offline())
         while process.poll() is None:
             try:
                 at = json.loads(state.read_text())["step"]
@@ -116,11 +120,16 @@ def resume_check(head: str, args: argparse.Namespace, work: Path) -> dict[str, A
             "passed": said is not None and dev_whole == dev_parts and scored == words and dev_whole["dev"]["f1"] > 0}
 
 
-def split_sentences(path: Path, dev_share: float, folder: Path) -> tuple[Path, Path, int, int]:
-    """The file's sentences (blank or whitespace-only lines between them), the last ``dev_share`` as dev; each
-    written back line for line as it was."""
+def heldout_sentences(path: Path, dev_share: float) -> tuple[list[list[str]], int]:
+    """The file's sentences (blank or whitespace-only lines between them), each as its lines, and how many of the
+    last ones are dev. Raises ValueError for a file that is not UTF-8 or too short to split."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    except UnicodeDecodeError as err:
+        line = path.read_bytes()[: err.start].count(b"\n") + 1
+        raise ValueError(f"--heldout {path}, line {line}: not UTF-8 text") from None
     sentences, current = [], []
-    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+    for line in lines:
         if line.strip():
             current.append(line)
         elif current:
@@ -130,8 +139,14 @@ def split_sentences(path: Path, dev_share: float, folder: Path) -> tuple[Path, P
         sentences.append(current)
     n_dev = math.ceil(dev_share * len(sentences))
     if n_dev >= len(sentences):
-        raise SystemExit(f"check_token_tasks: --heldout {path}: {len(sentences)} sentence(s); a train and a dev part "
-                         f"need more (--dev_share {dev_share})")
+        raise ValueError(f"--heldout {path}: {len(sentences)} sentence(s); a train and a dev part need more "
+                         f"(--dev_share {dev_share})")
+    return sentences, n_dev
+
+
+def split_sentences(path: Path, dev_share: float, folder: Path) -> tuple[Path, Path, int, int]:
+    """The file's sentences, the last ``dev_share`` as dev, each written back line for line as it was."""
+    sentences, n_dev = heldout_sentences(path, dev_share)
     files = []
     for name, part in (("train.conll", sentences[:-n_dev]), ("dev.conll", sentences[-n_dev:])):
         out = folder / name
@@ -325,6 +340,10 @@ def main() -> int:
         parser.error(f"--heldout {args.heldout}: no such file")
     if not 0 < args.dev_share < 1:
         parser.error(f"--dev_share {args.dev_share}: between 0 and 1")
+    try:
+        heldout_sentences(args.heldout, args.dev_share)  # a file that cannot be split: refused before any run
+    except ValueError as err:
+        parser.error(str(err))
     if not 0 < args.kill_after < args.steps:
         parser.error(f"--kill_after {args.kill_after}: after step 0 and before the last step ({args.steps})")
     if args.out.exists() and not args.out.is_dir():

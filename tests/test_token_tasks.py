@@ -212,11 +212,11 @@ def test_hire_predict_tags_a_conll_file_as_it_tags_the_same_words_as_text(tagger
     conll = write_conll(tmp_path / "in.conll", data)
     text = tmp_path / "in.txt"
     text.write_text("".join(" ".join(w for w, _ in sentence) + "\n" for sentence in data))
-    for path in (conll, text):
-        result = hire_process("predict", "--model", str(tagger), "--input", str(path))
+    outputs = [tmp_path / "conll.predictions.jsonl", tmp_path / "text.predictions.jsonl"]  # (one default name)
+    for path, output in zip((conll, text), outputs, strict=True):
+        result = hire_process("predict", "--model", str(tagger), "--input", str(path), "--output", str(output))
         assert result.returncode == 0, result.stderr[-2000:]
-    from_conll, from_text = ([json.loads(line) for line in p.with_suffix(".predictions.jsonl").read_text().splitlines()]
-                             for p in (conll, text))
+    from_conll, from_text = ([json.loads(line) for line in p.read_text().splitlines()] for p in outputs)
     assert [r["tokens"] for r in from_conll] == [[w for w, _ in sentence] for sentence in data]
     assert [r["prediction"] for r in from_conll] == [r["prediction"] for r in from_text]
     assert [r["entities"] for r in from_conll] == [r["entities"] for r in from_text]
