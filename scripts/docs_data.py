@@ -260,6 +260,23 @@ class Probe:
     def concat(self, task: str, encoder: str) -> str:
         return self._row(task, encoder)["best concatenation"]
 
+    def state(self, task: str, encoder: str) -> int:
+        """The best single hidden state's index (0 = embeddings): ``18.43 (2, mean)`` -> 2."""
+        return int(self.best(task, encoder).split("(")[1].split(",")[0])
+
+    def curve(self, task: str, encoder: str) -> list[float]:
+        """Each single hidden state's score (its best pooling), from ``<task>/table-<encoder>.csv``."""
+        path = self.dir / task / f"table-{encoder}.csv"
+        if not path.is_file():
+            raise KeyError(f"{self.name}: no table of {encoder} on {task}")
+        rows = [r for r in csv.DictReader(path.open()) if r["hidden state"].isdigit()]
+        return [max(float(v) for k, v in r.items() if k not in ("hidden state", "best") and v) for r in rows]
+
+    def near(self, task: str, encoder: str, points: float = 1.0) -> list[int]:
+        """The single hidden states within ``points`` of the best one (scores x 100)."""
+        scores = self.curve(task, encoder)
+        return [i for i, s in enumerate(scores) if s >= max(scores) - points - 1e-9]
+
     def score(self, text: str) -> Num:
         """The number of a ``which`` entry: ``8.56 (max)`` -> 8.56."""
         return Num(float(text.split()[0]))
