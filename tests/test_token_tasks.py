@@ -206,7 +206,8 @@ def test_hire_predict_and_the_transformers_pipeline_give_the_same_tags(tagger, t
 
 def test_hire_predict_tags_a_conll_file_as_it_tags_the_same_words_as_text(tagger, tmp_path):
     """A CoNLL file (CoNLL-2003's columns, a document start) through `hire predict`: every sentence and word of the
-    file in order, with the tags and entity spans that the same words get as raw text."""
+    file in order, its gold tags kept beside the prediction (as IOB2, like the predictions), and the tags and entity
+    spans that the same words get as raw text."""
     data = [[(w + s, t) for w, t in sentence] for sentence, s in zip(sentences(12, 9), ["", "s", "xy"] * 4,
                                                                       strict=True)]
     conll = write_conll(tmp_path / "in.conll", data)
@@ -218,6 +219,9 @@ def test_hire_predict_tags_a_conll_file_as_it_tags_the_same_words_as_text(tagger
         assert result.returncode == 0, result.stderr[-2000:]
     from_conll, from_text = ([json.loads(line) for line in p.read_text().splitlines()] for p in outputs)
     assert [r["tokens"] for r in from_conll] == [[w for w, _ in sentence] for sentence in data]
+    gold = [list(ex.tags) for ex in read_token_file(conll).examples]  # the file's tags (IOB1 here) as IOB2
+    assert [r["tags"] for r in from_conll] == gold and gold != [[t for _, t in sentence] for sentence in data]
+    assert all(r["tags"] is None for r in from_text)
     assert [r["prediction"] for r in from_conll] == [r["prediction"] for r in from_text]
     assert [r["entities"] for r in from_conll] == [r["entities"] for r in from_text]
 
