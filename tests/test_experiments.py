@@ -8,6 +8,7 @@ import gzip
 import json
 import math
 import shutil
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -144,6 +145,41 @@ def test_a_fresh_checkout_does_not_retrain_recorded_cells(grid: Grid, tmp_path: 
     assert sorted(line.split()[2] for line in said if line.startswith("would run")) == [
         "MRPC__hire__seed2", "MRPC__last-layer__seed2"]
     assert not runs.exists() or not any((runs / "tiny").glob("MRPC*"))
+
+
+def test_check_rerun_trains_a_recorded_cell_again_and_finds_it_identical_or_says_what_differs(
+        grid: Grid, tmp_path: Path) -> None:
+    """scripts/check_rerun.py: a recorded cell trained again from scratch (its own scratch folders) repeats every
+    number of its record; a committed record that differs (here: edited) is reported number by number."""
+    def check(out: Path, experiments: Path) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(ROOT / "scripts" / "check_rerun.py"), str(out), "--experiment",
+                               str(grid.path), "--cell", "MRPC__hire__seed1", "--experiments_dir", str(experiments)],
+                              capture_output=True, text=True, cwd=ROOT, timeout=600)
+
+    same = check(tmp_path / "same", grid.results.parent)
+    assert same.returncode == 0, same.stderr[-2000:]
+    result = json.loads((tmp_path / "same" / "results.json").read_text())["checks"][0]
+    assert result["identical"] and result["compared"] >= 5 and result["threads"] == 1, result
+    assert "| tiny | `MRPC__hire__seed1` | 1 |" in (tmp_path / "same" / "report.md").read_text()
+
+    edited = tmp_path / "experiments" / "tiny" / "records"
+    shutil.copytree(grid.results / "records", edited)
+    record = json.loads((edited / "MRPC__hire__seed1.json").read_text())
+    record["dev"]["dev"]["accuracy"] += 0.25
+    (edited / "MRPC__hire__seed1.json").write_text(json.dumps(record))
+    differs = check(tmp_path / "differs", tmp_path / "experiments")
+    assert differs.returncode == 0, differs.stderr[-2000:]
+    result = json.loads((tmp_path / "differs" / "results.json").read_text())["checks"][0]
+    assert not result["identical"] and list(result["differences"]) == ["dev dev accuracy"]
+    assert abs(result["largest_score_difference"] - 0.25) < 1e-9
+    for bad, message in ((["--cell", "nope"], "--cell nope: no record"),
+                         (["--experiment", str(tmp_path / "none.yaml")], "none.yaml: file not found")):
+        failed = subprocess.run([sys.executable, str(ROOT / "scripts" / "check_rerun.py"), str(tmp_path / "bad"),
+                                 "--experiment", str(grid.path), "--experiments_dir", str(grid.results.parent),
+                                 *(["--cell", "MRPC__hire__seed1"] if bad[0] != "--cell" else []), *bad],
+                                capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert failed.returncode == 2 and message in failed.stderr and "Traceback" not in failed.stderr
+        assert not (tmp_path / "bad").exists()
 
 
 @pytest.mark.slow  # CI's slow run; fast: test_runs_advance_in_slices_and_finished_cells_are_skipped
