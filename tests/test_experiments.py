@@ -147,6 +147,7 @@ def test_a_fresh_checkout_does_not_retrain_recorded_cells(grid: Grid, tmp_path: 
     assert not runs.exists() or not any((runs / "tiny").glob("MRPC*"))
 
 
+@pytest.mark.slow  # CI's slow run (two cells trained again); fast: the bad-input test below
 def test_check_rerun_trains_a_recorded_cell_again_and_finds_it_identical_or_says_what_differs(
         grid: Grid, tmp_path: Path) -> None:
     """scripts/check_rerun.py: a recorded cell trained again from scratch (its own scratch folders) repeats every
@@ -172,14 +173,21 @@ def test_check_rerun_trains_a_recorded_cell_again_and_finds_it_identical_or_says
     result = json.loads((tmp_path / "differs" / "results.json").read_text())["checks"][0]
     assert not result["identical"] and list(result["differences"]) == ["dev dev accuracy"]
     assert abs(result["largest_score_difference"] - 0.25) < 1e-9
-    for bad, message in ((["--cell", "nope"], "--cell nope: no record"),
-                         (["--experiment", str(tmp_path / "none.yaml")], "none.yaml: file not found")):
-        failed = subprocess.run([sys.executable, str(ROOT / "scripts" / "check_rerun.py"), str(tmp_path / "bad"),
-                                 "--experiment", str(grid.path), "--experiments_dir", str(grid.results.parent),
-                                 *(["--cell", "MRPC__hire__seed1"] if bad[0] != "--cell" else []), *bad],
-                                capture_output=True, text=True, cwd=ROOT, timeout=120)
-        assert failed.returncode == 2 and message in failed.stderr and "Traceback" not in failed.stderr
-        assert not (tmp_path / "bad").exists()
+
+
+def test_check_rerun_refuses_bad_input_in_one_line(grid: Grid, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from check_rerun import main as check_rerun
+
+    base = ["--experiment", str(grid.path), "--experiments_dir", str(grid.results.parent)]
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "old").write_text("")
+    for args, message in ((["--cell", "nope"], "--cell nope: no record"),
+                          (["--cell", "MRPC__hire__seed1", "--experiment", str(tmp_path / "none.yaml")],
+                           "none.yaml: file not found"),
+                          (["--cell", "MRPC__hire__seed1", "--work", str(tmp_path / "busy")], "is not empty")):
+        assert check_rerun([str(tmp_path / "bad"), *base, *args]) == 2
+        assert message in capsys.readouterr().err and not (tmp_path / "bad").exists()
 
 
 @pytest.mark.slow  # CI's slow run; fast: test_runs_advance_in_slices_and_finished_cells_are_skipped
