@@ -36,6 +36,7 @@ import torch
 from bench_common import machine_info
 from threadpoolctl import threadpool_limits
 
+from hire.checks import report_dir_problem
 from hire.probing.fit import _eigh, _gram, _inverse_factor
 from hire.reporting import markdown_table
 
@@ -91,11 +92,18 @@ def main(argv: list[str] | None = None) -> int:
         if not path.is_file():
             print(f"ridge_floor.py: {path}: file not found", file=sys.stderr)
             return 2
-    if args.out.exists() and not args.out.is_dir():
-        print(f"ridge_floor.py: OUT {args.out} is a file, not a folder", file=sys.stderr)
+    problem = report_dir_problem(args.out, "floor_seconds")
+    if problem:
+        print(f"ridge_floor.py: {problem}", file=sys.stderr)
         return 2
-    grid = json.loads(args.results.read_text())
-    task = grid["tasks"].get(args.task)
+    try:
+        grid, bench = json.loads(args.results.read_text()), json.loads(args.encoding.read_text())["timings"]
+        task = grid["tasks"].get(args.task)
+        alphas = len(grid["config"]["probe"]["alpha_grid"])
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        print(f"ridge_floor.py: --results {args.results} / --encoding {args.encoding}: not a probe grid's "
+              f"results.json and a bench_probe_grid.py report ({type(err).__name__}: {err})", file=sys.stderr)
+        return 2
     if task is None or not task.get("regression"):
         print(f"ridge_floor.py: --task {args.task}: not a regression task of {args.results}", file=sys.stderr)
         return 2
@@ -104,7 +112,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ridge_floor.py: --encoder {args.encoder}: no rows for {args.task} in {args.results}", file=sys.stderr)
         return 2
     n = int(task["examples"]["train"])
-    alphas = len(grid["config"]["probe"]["alpha_grid"])
     widths = Counter(int(r["dim"]) for r in rows)
 
     rng = np.random.default_rng(args.seed)
@@ -118,7 +125,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"width {d}: {row['set_seconds']:.1f} s per set x {widths[d]}", flush=True)
     floor = sum(r["set_seconds"] * r["sets"] for r in timings)
 
-    bench = json.loads(args.encoding.read_text())["timings"]
     mine = [t for t in bench if t["encoder"] == args.encoder and "encode_here_seconds" in t]
     encoding = sum(t["encode_here_seconds"] for t in mine)
     others = [t for t in mine if t["task"] != args.task]

@@ -41,6 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from hire.checks import report_dir_problem  # noqa: E402
 from hire.hardware import machine  # noqa: E402
 from hire.sharing import markdown_table  # noqa: E402
 
@@ -134,8 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         return fail(f"--source {args.source}: file not found")
     if args.epochs < 1:
         return fail(f"--epochs {args.epochs}: give 1 or more")
-    if args.out.exists() and not args.out.is_dir():
-        return fail(f"OUT {args.out} is a file, not a folder")
+    problem = report_dir_problem(args.out, "systems")
+    if problem:
+        return fail(problem)
     if args.work is not None and args.work.exists() and any(args.work.iterdir()):
         return fail(f"--work {args.work} is not empty (its runs would resume instead of starting)")
     try:

@@ -33,6 +33,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from hire.checks import report_dir_problem  # noqa: E402
 from hire.hardware import machine  # noqa: E402
 from hire.sharing import markdown_table  # noqa: E402
 
@@ -95,14 +96,15 @@ def main(argv: list[str] | None = None) -> int:
         if not path.is_file():
             return fail(f"--cell {cell}: no record {path}")
         committed[cell] = json.loads(path.read_text())
-    if args.out.exists() and not args.out.is_dir():
-        return fail(f"OUT {args.out} is a file, not a folder")
+    problem = report_dir_problem(args.out, "checks")
+    if problem:
+        return fail(problem)
     if args.work is not None and args.work.exists() and any(args.work.iterdir()):
         return fail(f"--work {args.work} is not empty (its runs would resume instead of training from scratch)")
 
     here = machine()
     results_path = args.out / "results.json"
-    results = json.loads(results_path.read_text()) if results_path.is_file() else {"checks": []}
+    results = json.loads(results_path.read_text()) if results_path.is_file() else {"checks": []}  # ours: out_problem
     with tempfile.TemporaryDirectory(prefix="check-rerun-") as scratch:
         work = args.work or Path(scratch)
         for cell, old in committed.items():

@@ -83,3 +83,8 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path, capsys: pytest
                           ([str(bad_label), "--work", str(tmp_path / "work")], "is not empty")):
         assert main([str(out), "--source", *args]) == 2
         assert message in capsys.readouterr().err and not out.exists()
+    other = tmp_path / "other"  # another report's folder: never written over
+    other.mkdir()
+    (other / "report.md").write_text("theirs")
+    assert main([str(other), "--source", str(bad_label)]) == 2
+    assert "did not write" in capsys.readouterr().err and (other / "report.md").read_text() == "theirs"

@@ -188,6 +188,8 @@ def test_check_rerun_refuses_bad_input_in_one_line(grid: Grid, tmp_path: Path, c
                           (["--cell", "MRPC__hire__seed1", "--work", str(tmp_path / "busy")], "is not empty")):
         assert check_rerun([str(tmp_path / "bad"), *base, *args]) == 2
         assert message in capsys.readouterr().err and not (tmp_path / "bad").exists()
+    assert check_rerun([str(grid.results), *base, "--cell", "MRPC__hire__seed1"]) == 2  # the experiment's own folder
+    assert "did not write" in capsys.readouterr().err and not (grid.results / "results.json").exists()
 
 
 @pytest.mark.slow  # CI's slow run; fast: test_runs_advance_in_slices_and_finished_cells_are_skipped

@@ -70,6 +70,17 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path, capsys: pytest
         assert main([str(out), "--results", str(grid), "--encoding", str(enc), "--task", "REG", "--encoder", "pre",
                      *bad]) == 2
         assert message in capsys.readouterr().err and not out.exists()
+    (tmp_path / "notjson.json").write_text("[1")
+    other = tmp_path / "other"  # another report's folder: never written over
+    other.mkdir()
+    (other / "report.md").write_text("theirs")
+    for bad, message in ((["--results", str(tmp_path / "notjson.json")], "not a probe grid's results.json"),
+                         (["--encoding", str(grid)], "KeyError"), ([], "holds files this script did not write")):
+        target = other if not bad else out
+        assert main([str(target), "--results", str(grid), "--encoding", str(enc), "--task", "REG", "--encoder", "pre",
+                     *bad]) == 2
+        assert message in capsys.readouterr().err and not out.exists()
+    assert [p.name for p in other.iterdir()] == ["report.md"] and (other / "report.md").read_text() == "theirs"
     (tmp_path / "file").write_text("")
     assert main([str(tmp_path / "file"), "--results", str(grid), "--encoding", str(enc), "--task", "REG",
                  "--encoder", "pre"]) == 2

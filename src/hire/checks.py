@@ -8,6 +8,7 @@ Each raises :class:`ConfigError` with a message that starts with the option and 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 from collections.abc import Callable, Iterator, Mapping
@@ -204,3 +205,19 @@ def replacing(path: Path) -> Iterator[Path]:
             os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def report_dir_problem(out: Path, key: str) -> str | None:
+    """Why a check's or benchmark's ``OUT`` folder cannot take its report: a file, or a folder of other files
+    (another report's, an experiment's); a folder the same script wrote before (its ``results.json`` has ``key``)
+    is fine. None where it can."""
+    if out.exists() and not out.is_dir():
+        return f"OUT {out} is a file, not a folder"
+    if out.is_dir() and any(out.iterdir()):
+        try:
+            own = key in json.loads((out / "results.json").read_text())
+        except (OSError, ValueError):
+            own = False
+        if not own:
+            return f"OUT {out} holds files this script did not write; choose a new folder (nothing was written)"
+    return None
