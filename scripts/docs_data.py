@@ -188,15 +188,30 @@ class Experiment:
         """The records of the cells ``cells`` names without its seed (``CoLA__hire__fusion_layers=0``) and whose
         task, head or options have these values (``task="CoLA", head="hire"``, or a run option with ``__`` for
         its dots: ``train__seed=1``), in seed order."""
+        found = self._find(cells, match)
+        if not found:
+            raise KeyError(f"{self.name}: no record of {cells or 'any cell'} with {match}")
+        return found
+
+    def _find(self, cells: str | None, match: dict[str, Any]) -> list[dict[str, Any]]:
         def fits(r: dict[str, Any]) -> bool:
             return (cells is None or r["cell"].rsplit("__seed", 1)[0] == cells) and all(
                 (r.get(k) if k in ("task", "head") else r["options"].get(k.replace("__", "."))) == v
                 for k, v in match.items())
-        found = sorted((r for r in self.records.values() if fits(r)), key=lambda r: (r["cell"].rsplit("__seed", 1)[0],
-                                                                                    r["options"].get("train.seed", 0)))
-        if not found:
-            raise KeyError(f"{self.name}: no record of {cells or 'any cell'} with {match}")
-        return found
+        return sorted((r for r in self.records.values() if fits(r)), key=lambda r: (r["cell"].rsplit("__seed", 1)[0],
+                                                                                   r["options"].get("train.seed", 0)))
+
+    def paired(self, base: dict[str, Any], **match: Any) -> RunPairs:
+        """The matching records (as :meth:`runs`), each with the record whose options are its own with ``base``'s
+        values (``{"model.head": "last-layer"}``: the same loss and seed, the last layer's head); records with no
+        such partner yet, or none matching at all, give fewer pairs (or none) rather than an error."""
+        by_options = {json.dumps(r["options"], sort_keys=True): r for r in self.records.values()}
+        pairs = []
+        for r in self._find(None, match):
+            b = by_options.get(json.dumps({**r["options"], **base}, sort_keys=True))
+            if b is not None and b is not r:
+                pairs.append((r, b))
+        return RunPairs(pairs)
 
     def minutes(self, cells: str | None = None, **match: Any) -> str:
         """The range of training minutes of the matching records: ``12.6-17.5``."""
@@ -233,6 +248,43 @@ class Experiment:
         if cell not in self.weights:
             raise KeyError(f"{self.name}: no layer weights for {cell!r}")
         return self.weights[cell]
+
+
+class RunPairs:
+    """Records paired seed by seed with their baseline's (:meth:`Experiment.paired`): differences x100 of a metric
+    on a split (``dev``: the split that chose the checkpoint; ``test``: the held-out split, scored once)."""
+
+    def __init__(self, pairs: list[tuple[dict[str, Any], dict[str, Any]]]):
+        self.pairs = pairs
+        self.n = len(pairs)
+        self.seeds = [r["options"].get("train.seed") for r, _ in pairs]
+
+    @staticmethod
+    def _score(record: dict[str, Any], split: str, metric: str) -> float:
+        scores = record["dev"] if split in record.get("dev", {}) else record["held_out"]
+        return float(scores[split][metric])
+
+    def diffs(self, split: str = "dev", metric: str = "map") -> list[Num]:
+        return [Num(100 * (self._score(r, split, metric) - self._score(b, split, metric))) for r, b in self.pairs]
+
+    def signs(self, split: str = "dev", metric: str = "map") -> str:
+        """``+1.3, -0.6``: the differences, seed by seed."""
+        return ", ".join(d.s for d in self.diffs(split, metric))
+
+    def ahead(self, split: str = "dev", metric: str = "map") -> int:
+        return sum(d > 0 for d in self.diffs(split, metric))
+
+    def behind(self, split: str = "dev", metric: str = "map") -> int:
+        return sum(d < 0 for d in self.diffs(split, metric))
+
+    def median(self, split: str = "dev", metric: str = "map") -> Num:
+        values = sorted(self.diffs(split, metric))
+        mid = len(values) // 2
+        return Num(values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2)
+
+    def minutes(self, baseline: bool = False) -> str:
+        """The range of training minutes of the rows' records (``baseline``: of their partners')."""
+        return span([(b if baseline else r)["train_seconds"] / 60 for r, b in self.pairs], ".0f")
 
 
 class Probe:

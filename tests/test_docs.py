@@ -275,6 +275,37 @@ def test_a_finding_reads_its_numbers_from_the_records(tmp_path: Path) -> None:
     assert "+12.3 [" not in docs_pages.generate(ROOT)["docs/results/table1-minilm.md"]
 
 
+def test_runs_pair_with_the_baselines_record_of_the_same_other_options(tmp_path: Path) -> None:
+    """Experiment.paired: each record meets the baseline's record with the same loss and seed, never another's;
+    a record whose partner is not in yet is left out; differences are x100, the row minus its baseline."""
+    from docs_data import Experiment
+
+    exp = tmp_path / "exp"
+    (exp / "records").mkdir(parents=True)
+    (exp / "tables").mkdir()
+    (exp / "summary.json").write_text("{}")
+
+    def record(head: str, loss: str, seed: int, dev: float, test: float, seconds: float) -> None:
+        cell = f"wikiqa__{head}__rank_loss={loss}__seed{seed}"
+        (exp / "records" / f"{cell}.json").write_text(json.dumps({
+            "cell": cell, "head": head, "task": "wikiqa", "train_seconds": seconds,
+            "options": {"model.head": head, "train.rank_loss": loss, "train.seed": seed},
+            "dev": {"dev": {"map": dev}}, "held_out": {"test": {"map": test}}}))
+
+    record("last-layer", "pairwise", 1, 0.70, 0.60, 600)
+    record("last-layer", "pairwise", 2, 0.80, 0.70, 660)
+    record("last-layer", "pointwise", 1, 0.10, 0.10, 60)
+    record("hire", "pairwise", 1, 0.75, 0.55, 3600)
+    record("hire", "pairwise", 2, 0.78, 0.71, 3720)
+    record("hire", "pairwise", 3, 0.99, 0.99, 3600)  # no last-layer seed 3 yet
+    pairs = Experiment(exp).paired({"model.head": "last-layer"}, head="hire", train__rank_loss="pairwise")
+    assert pairs.n == 2 and pairs.seeds == [1, 2]
+    assert [round(d, 6) for d in pairs.diffs("dev")] == [5.0, -2.0]
+    assert pairs.signs("test") == "-5.0, +1.0" and pairs.ahead("dev") == 1 and pairs.behind("test") == 1
+    assert str(pairs.median("dev")) == "1.5" and pairs.minutes() == "60-62" and pairs.minutes(True) == "10-11"
+    assert Experiment(exp).paired({"model.head": "last-layer"}, head="scalar-mix").n == 0
+
+
 def rank_record(maps: dict[str, dict[tuple[str, str], tuple[float, float]]], **extra: object) -> dict:
     """A ``hire rank-probe`` results.json by hand: per block key, (feature set, pooling) -> (dev MAP, test MAP)
     (MRR and P@1 set to the MAP); each block's chosen cell is its best dev MAP, as the command chooses."""
