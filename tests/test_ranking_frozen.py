@@ -340,7 +340,12 @@ def test_rank_probe_takes_a_random_twin(ranking_world: dict[str, Path], tmp_path
     assert results["encoders"][0]["fingerprint"] != results["encoders"][1]["fingerprint"]
     rows = [results["results"][spec]["blocks"]["cosine/none"]["rows"] for spec in specs]
     assert len(rows[0]) == len(rows[1]) > 0 and rows[0] != rows[1]
-    assert f"random:{trained}" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert f"random:{trained}" in report
+    # two encoders: one figure per pooling with both encoders' lines (cosine is the only block here)
+    assert "## Encoders compared" in report and "for cosine." in report
+    assert sorted(p.name for p in (out / "figures").glob("encoders-*.png")) == [
+        "encoders-cls.png", "encoders-max.png", "encoders-mean.png", "encoders-sep.png"]
 
     bad = rank_probe_args(ranking_world, tmp_path / "bad", "--scorers", "cosine")
     bad[bad.index("--encoders") + 1] = "random:"

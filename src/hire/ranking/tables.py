@@ -122,6 +122,55 @@ def plot_pooling(path: Path, label: str, record: dict[str, Any], pooling: str, s
     save_png(fig, path)
 
 
+def compared_blocks(results: dict[str, Any]) -> list[str]:
+    """The blocks the encoders are compared on: cosine (nothing trained) and the block of the overall best cell by
+    dev MAP, where every encoder has them."""
+    keys = ["cosine/none"]
+    best = results.get("best")
+    if best:
+        keys.append(f"{best['scorer']}/{best['loss']}")
+    records = [r for r in results["results"].values() if r["blocks"]]
+    return [k for k in dict.fromkeys(keys) if all(k in r["blocks"] for r in records)]
+
+
+def plot_encoders(path: Path, results: dict[str, Any], pooling: str, split: str) -> None:
+    """MAP against the hidden state for one pooling, one colour per encoder (a pre-trained encoder against a
+    fine-tuned one), one line style per compared block, BM25 dashed (deterministic PNG)."""
+    fig, ax = new_axes()
+    styles = ("-", ":", "-.")
+    for c, (label, record) in enumerate((k, r) for k, r in results["results"].items() if r["blocks"]):
+        layers = list(range(record["num_hidden_states"]))
+        for key, style in zip(compared_blocks(results), styles, strict=False):
+            table = grid(record["blocks"][key], split)
+            ax.plot(layers, [100 * table[str(j)][pooling] for j in layers], marker="o", markersize=3,
+                    color=f"C{c}", linestyle=style, label=f"{label}: {block_name(record['blocks'][key])}")
+    bm25 = (results.get("bm25") or {}).get(split, {}).get("map")
+    if bm25 is not None:
+        ax.axhline(100 * bm25, color="black", linestyle="--", linewidth=1, label="BM25")
+    ax.set_xlabel("hidden state (0 = embeddings)")
+    ax.set_ylabel(f"{split} MAP x 100")
+    ax.set_title(f"Encoders compared: {split} MAP by hidden state, {pooling} pooling", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    save_png(fig, path)
+
+
+def encoders_section(results: dict[str, Any], out: Path) -> str:
+    """With two encoders or more (a pre-trained one and a fine-tuned one): their MAP-by-layer lines in one figure
+    per pooling; empty with one encoder."""
+    if sum(bool(r["blocks"]) for r in results["results"].values()) < 2 or not compared_blocks(results):
+        return ""
+    split = headline(results)
+    names = " and ".join(block_name(next(r for r in results["results"].values() if r["blocks"])["blocks"][k])
+                         for k in compared_blocks(results))
+    parts = ["## Encoders compared", "", f"{split} MAP by hidden state of every encoder, for {names}.", ""]
+    for pooling in POOLINGS:
+        name = f"figures/encoders-{pooling}.png"
+        plot_encoders(out / name, results, pooling, split)
+        parts.append(f"![Encoders compared: MAP by layer, {pooling} pooling]({name})")
+    return "\n".join([*parts, ""])
+
+
 def encoder_section(label: str, record: dict[str, Any], results: dict[str, Any], out: Path) -> str:
     """One encoder's tables (Markdown here, every cell's dev and test metrics in ``tables/<encoder>.csv``), its
     pooling averages and its MAP-by-layer figures."""
@@ -182,6 +231,7 @@ def write_report(results: dict[str, Any], out: str | Path) -> str:
              "candidate.", "", *encoder_lines(results), "", summary_section(results)]
     parts += [encoder_section(label, record, results, out) for label, record in results["results"].items()
               if record["blocks"]]
+    parts.append(encoders_section(results, out))
     parts.append(timing_section(results))
     text = "\n".join(parts)
     write_text(out / "report.md", text)
