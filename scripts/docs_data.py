@@ -201,6 +201,11 @@ class Experiment:
         return sorted((r for r in self.records.values() if fits(r)), key=lambda r: (r["cell"].rsplit("__seed", 1)[0],
                                                                                    r["options"].get("train.seed", 0)))
 
+    def scores(self, split: str = "dev", metric: str = "score", **match: Any) -> list[Num]:
+        """A metric x100 of the matching records (as :meth:`runs`) on a split: ``dev`` (the split that chose the
+        checkpoint) or a held-out one (``test``)."""
+        return [Num(100 * RunPairs.score(r, split, metric)) for r in self.runs(**match)]
+
     def paired(self, base: dict[str, Any], **match: Any) -> RunPairs:
         """The matching records (as :meth:`runs`), each with the record whose options are its own with ``base``'s
         values (``{"model.head": "last-layer"}``: the same loss and seed, the last layer's head); records with no
@@ -260,12 +265,12 @@ class RunPairs:
         self.seeds = [r["options"].get("train.seed") for r, _ in pairs]
 
     @staticmethod
-    def _score(record: dict[str, Any], split: str, metric: str) -> float:
+    def score(record: dict[str, Any], split: str, metric: str) -> float:
         scores = record["dev"] if split in record.get("dev", {}) else record["held_out"]
         return float(scores[split][metric])
 
     def diffs(self, split: str = "dev", metric: str = "map") -> list[Num]:
-        return [Num(100 * (self._score(r, split, metric) - self._score(b, split, metric))) for r, b in self.pairs]
+        return [Num(100 * (self.score(r, split, metric) - self.score(b, split, metric))) for r, b in self.pairs]
 
     def signs(self, split: str = "dev", metric: str = "map") -> str:
         """``+1.3, -0.6``: the differences, seed by seed."""

@@ -32,6 +32,7 @@ from docs_data import (
     Reconstruct,
     hire_against_last_layer,
     load,
+    span,
 )
 
 from hire.sharing import markdown_table
@@ -67,6 +68,7 @@ class Site:
         self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(root / "docs" / "findings"),
                                       undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                                       trim_blocks=True, lstrip_blocks=True)
+        self.env.globals["span"] = span
         self.env.globals["comparisons"] = lambda: hire_against_last_layer({n: self.experiments[n]
                                                                            for n in self.order()})
 
