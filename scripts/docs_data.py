@@ -590,7 +590,8 @@ class RankProbe:
         """The ``hire rank-probe`` command that made this folder: its encoders, data and question set (every other
         option as ``results.json``'s config records it, the command's defaults here)."""
         c = self.results["config"]
-        return (f"hire rank-probe --encoders {','.join(c['encoders'])} --task {c['task']} --keep {c['keep']} "
+        labels = f"--labels '{','.join(c['labels'])}' " if c.get("labels") else ""
+        return (f"hire rank-probe --encoders {','.join(c['encoders'])} {labels}--task {c['task']} --keep {c['keep']} "
                 f"--output_dir experiments/{self.name}")
 
 

@@ -244,9 +244,9 @@ def rank_figures(exp: RankProbe) -> list[str]:
     """The MAP-by-layer figures, ``figures/<encoder>-<pooling>.png``, by encoder and in the tables' pooling order."""
     poolings = exp.blocks(exp.encoders[0])[0].poolings
 
-    def order(png: Path) -> tuple[str, int]:
+    def order(png: Path) -> tuple[bool, str, int]:  # the encoders compared (figures/encoders-*.png) first
         encoder, _, pooling = png.stem.rpartition("-")
-        return encoder, poolings.index(pooling) if pooling in poolings else len(poolings)
+        return encoder != "encoders", encoder, poolings.index(pooling) if pooling in poolings else len(poolings)
 
     figures = sorted((exp.dir / "figures").glob("*.png"), key=order)
     if not figures:
@@ -255,6 +255,7 @@ def rank_figures(exp: RankProbe) -> list[str]:
            "figure per pooling; BM25 dashed.", ""]
     for png in figures:
         encoder, _, pooling = png.stem.rpartition("-")
+        encoder = "every encoder (cosine and the best block)" if encoder == "encoders" else encoder
         out += [image(exp.name, f"figures/{png.name}", f"{encoder}, {pooling} pooling: {exp.split} MAP by layer"), ""]
     return out
 

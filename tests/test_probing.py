@@ -312,6 +312,11 @@ def test_resolve_source_kinds(tmp_path: Path) -> None:
     assert encoder.num_hidden_states == 3 and tokenizer("a b")["input_ids"][0] == tokenizer.cls_token_id
     with pytest.raises(ValueError, match="not a model folder"):
         resolve_source(str(tmp_path))
+    # a bi-encoder's run folder: best/ is the fine-tuned encoder itself (a plain model folder), taken as is
+    shutil.copytree(folder, tmp_path / "bi" / "best")
+    source = resolve_source(str(tmp_path / "bi"))
+    assert source.kind == "pretrained" and source.path == str(tmp_path / "bi" / "best")
+    assert fingerprint(source) == fingerprint(resolve_source(str(tmp_path / "bi" / "best")))
 
 
 # --- random:<encoder>: the untrained twin -----------------------------------------------------------------------
