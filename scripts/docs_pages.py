@@ -260,6 +260,19 @@ def rank_figures(exp: RankProbe) -> list[str]:
     return out
 
 
+def rank_run_files(exp: RankProbe) -> str:
+    """What the folder holds of the TREC run files the command writes (BM25's and each block's chosen cell's, in
+    ``runs/``), beside the qrels: a folder committed before run files were kept has none."""
+    runs = sorted((exp.dir / "runs").glob("*.run"))
+    kept = sorted({p.name.rsplit(".", 2)[0].removesuffix(".none") for p in runs})
+    if not runs:
+        return ("`qrels/` holds the qrels; the command also writes the TREC run files of BM25 and of each block's "
+                "chosen cell to `runs/` of its output folder, for rescoring with any trec_eval, but this folder was "
+                "committed without them.")
+    return (f"`qrels/` holds the qrels and `runs/` {len(runs)} TREC run files, dev and test, for rescoring with any "
+            f"trec_eval: {', '.join(f'`{k}`' for k in kept)}.")
+
+
 def rank_probe_page(exp: RankProbe, meta: dict[str, Any], findings: str) -> str:
     """Findings, every block's layer x pooling table, the MAP-by-layer figures, each block's time and the machine,
     from results.json."""
@@ -276,8 +289,7 @@ def rank_probe_page(exp: RankProbe, meta: dict[str, Any], findings: str) -> str:
             *markdown_table(["encoder", "texts encoded", "block", "cells", "seconds"], rows, "lrlrr"), "",
             "## Reproduce", "", f"`{exp.command}` made `experiments/{exp.name}/` (every option is in its "
             f"`results.json`); `hire rank-probe-report experiments/{exp.name}` redraws `report.md`, the tables and "
-            "the figures from `results.json` alone, and `runs/` and `qrels/` hold the TREC run files of each "
-            "block's chosen cell, for rescoring with any trec_eval.", ""]
+            f"the figures from `results.json` alone. {rank_run_files(exp)}", ""]
     return "\n".join(out)
 
 

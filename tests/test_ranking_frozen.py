@@ -312,9 +312,12 @@ def test_rank_probe_grows_by_scorer_and_refuses_other_options(ranking_world: dic
     out = tmp_path / "out"
     args = rank_probe_args(ranking_world, out, "--scorers", "cosine")
     assert call_hire(args, tmp_path).returncode == 0
+    shutil.rmtree(out / "runs")  # as in a committed copy of the folder (run files left behind): the next adds them
     assert call_hire([*args[:-2], "--scorers", "cosine,logistic", "--losses", "hinge"], tmp_path).returncode == 0
     results = json.loads((out / "results.json").read_text())
     assert list(results["results"]["tiny"]["blocks"]) == ["cosine/none", "logistic/hinge"]
+    assert sorted(p.name for p in (out / "runs").iterdir()) == ["tiny.logistic.hinge.dev.run",
+                                                                 "tiny.logistic.hinge.test.run"]
     assert results["config"]["scorers"] == ["cosine", "logistic"]
     refused = call_hire([*args, "--seed", "5"], tmp_path)
     assert refused.returncode == 2 and "holds rank-probe results of other options" in refused.stderr

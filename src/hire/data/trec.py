@@ -79,6 +79,7 @@ def write_run(path: str | Path, examples: Sequence[RankingExample], scores: Sequ
     """
     _check_id("tag", tag)
     lines = [f"{qid} Q0 {pid} {rank} {score!r} {tag}\n" for qid, pid, rank, score in rank_candidates(examples, scores)]
+    Path(path).parent.mkdir(parents=True, exist_ok=True)  # a resumed folder may have lost its runs/ (not committed)
     with replacing(Path(path)) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as handle:
         handle.writelines(lines)
 
@@ -101,6 +102,7 @@ def write_qrels(path: str | Path, examples: Sequence[RankingExample]) -> None:
                              "qrels need a whole-number relevance grade >= 0")
         _check_candidate(example, seen)
         lines.append(f"{example.qid} 0 {example.pid} {int(label)}\n")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     with replacing(Path(path)) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as handle:
         handle.writelines(lines)
 
