@@ -235,6 +235,12 @@ class Experiment:
         """A run's mean importance score of hidden state ``state`` over the dev examples."""
         return Num(float(self._weights(cell)[f"h{state}"]))
 
+    def layer_weights(self, cell: str) -> list[Num]:
+        """A run's mean weight of every hidden state over the dev examples, state 0 (the embeddings) first."""
+        row = self._weights(cell)
+        states = sorted((int(h[1:]), v) for h, v in row.items() if h[:1] == "h" and h[1:].isdigit() and v)
+        return [Num(float(v)) for _, v in states]
+
     def top(self, cell: str, k: int = 2) -> str:
         """A run's ``k`` hidden states with the largest mean weight: ``h7 0.42, h6 0.22``."""
         row = self._weights(cell)
