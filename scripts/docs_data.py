@@ -538,6 +538,11 @@ class RankProbe:
             raise KeyError(f"{self.name}: no block of {scorers!r}")
         return max(found, key=lambda c: c.map)
 
+    def by_dev(self, encoder: str | None = None) -> RankCell:
+        """Of the encoder's learned blocks' chosen cells, the one with the best dev MAP: dev MAP alone picks it,
+        with no look at the headline split (as ``results.json``'s ``best`` does over every encoder)."""
+        return max((b.chosen for b in self.learned(encoder)), key=lambda c: c.dev)
+
     def shortfall(self, encoder: str | None = None) -> str:
         """``0.0-9.8``: how far each block's chosen cell falls below the block's best headline MAP, smallest to
         largest (what choosing by dev MAP costs on the headline split)."""
