@@ -384,6 +384,33 @@ def test_time_budget_and_estimates(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert any(line.startswith("stopping before RTE__last-layer__seed1: it takes about 5 min") for line in said)
 
 
+def test_estimates_prefer_the_records_of_the_cells_own_setting(tmp_path: Path) -> None:
+    """A pairwise loss or a frozen encoder changes a cell's time: the records of the cell's own options (all but the
+    seed) decide where there are any, for the time and for a started cell's steps; else its task and head's."""
+    grid = "grid: {model.head: [hire], train.rank_loss: [pointwise, pairwise]}"
+    (tmp_path / "grid.yaml").write_text(FAKE.replace("grid: {model.head: [last-layer, hire]}", grid))
+    exp = load_experiment(tmp_path / "grid.yaml")
+    pairwise = exp.cell("RTE__hire__rank_loss=pairwise__seed1")
+    pointwise = exp.cell("RTE__hire__rank_loss=pointwise__seed1")
+    records = tmp_path / "records"
+    records.mkdir()
+    for i, (loss, seconds, steps) in enumerate([("pointwise", 3600, 1800), ("pointwise", 3700, 1911),
+                                                ("pointwise", 3500, 1800), ("pairwise", 5100, 813)]):
+        options = {"data.task": "RTE", "model.head": "hire", "train.rank_loss": loss, "train.seed": i + 1}
+        (records / f"r{i}.json").write_text(record_text(task="RTE", head="hire", train_seconds=seconds, steps=steps,
+                                                        options=options))
+    estimates = Estimates.from_records(records, default_minutes=5)
+    assert estimates.seconds(pairwise) == 5100 and estimates.seconds(pointwise) == 3600
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("train:\n  epochs: 3\n  max_steps: null\n")
+    (run / "state.json").write_text(json.dumps({"step": 400, "train_seconds": 2400.0}))
+    (run / "metrics.jsonl").write_text(json.dumps({"step": 271, "epoch": 1.0}) + "\n")
+    assert estimates.seconds_left(CellStatus(pairwise, run, "started")) == 6 * (813 - 400)  # not 1800's steps
+    (tmp_path / "other.yaml").write_text(FAKE)  # the loss left at its default (pointwise) is that setting too
+    assert estimates.seconds(load_experiment(tmp_path / "other.yaml").cell("RTE__hire__seed1")) == 3600
+
+
 def test_estimates_match_a_task_by_its_option_value_not_its_display_name(tmp_path: Path) -> None:
     """A token or ranking task's record names it for display (CoNLL-2003, WikiQA) where the cell has the option's
     value (conll2003, wikiqa): the estimate still comes from that record, not the default."""

@@ -208,17 +208,23 @@ class Estimates:
     """Seconds per cell by (task, head), from finished records: the median over the records made on ``device``
     (this machine) in the precision the cell resolves to here, else on this device in any precision, else on a
     device of the same kind or one the record does not name (a GPU's minutes are a CPU's hours), else
-    ``default``. Without a ``device``, the median over all records."""
+    ``default``. Without a ``device``, the median over all records. Where records of the cell's own setting (every
+    option the record names, but the seed: a pairwise loss, a frozen encoder) are there, only they count, in the
+    same order; the steps of a started cell likewise."""
 
     by_group: dict[tuple[str, str], list[tuple[Device | None, str | None, float]]]
     default: float
     device: Device | None = None
     steps: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # the records' lengths in steps
+    # (the record's options but its seed, its device, precision, seconds or None, steps or None)
+    settings: list[tuple[dict[str, Any], Device | None, str | None, float | None, int | None]] = field(
+        default_factory=list)
 
     @classmethod
     def from_records(cls, folder: Path, default_minutes: float, device: Device | None = None) -> Estimates:
         groups: dict[tuple[str, str], list[tuple[Device | None, str | None, float]]] = {}
         steps: dict[tuple[str, str], list[int]] = {}
+        settings: list[tuple[dict[str, Any], Device | None, str | None, float | None, int | None]] = []
         for path in sorted(Path(folder).glob("*.json")):
             r = read_record(path)
             # keyed as a cell names its task: the option's value (conll2003), not the record's display name
@@ -230,7 +236,17 @@ class Estimates:
                     (device_of(r.get("machine")), r.get("mixed_precision"), float(seconds)))
             if r.get("steps"):
                 steps.setdefault((task, r.get("head")), []).append(int(r["steps"]))
-        return cls(groups, 60 * default_minutes, device, steps)
+            options = r.get("options")
+            if isinstance(options, dict) and options:
+                settings.append(({k: v for k, v in options.items() if k != "train.seed"},
+                                 device_of(r.get("machine")), r.get("mixed_precision"),
+                                 float(seconds) if seconds else None, int(r["steps"]) if r.get("steps") else None))
+        return cls(groups, 60 * default_minutes, device, steps, settings)
+
+    def _same_setting(self, cell: Cell) -> list[tuple[Device | None, str | None, float | None, int | None]]:
+        """The records of ``cell``'s own setting: every option a record names but the seed has the cell's value."""
+        return [(d, p, t, n) for options, d, p, t, n in self.settings
+                if all(k in cell.options and cell.options[k] == v for k, v in options.items())]
 
     def known(self, cell: Cell) -> bool:
         """Whether the estimate for ``cell`` comes from records (not the default)."""
@@ -249,7 +265,7 @@ class Estimates:
         """:meth:`seconds_left` of ``cell`` from its progress ``got`` (None: not started), read once by the caller."""
         if got is None:
             return self.seconds(cell)
-        lengths = self.steps.get((cell.task, cell.head))
+        lengths = [n for *_, n in self._same_setting(cell) if n] or self.steps.get((cell.task, cell.head))
         typical = statistics.median(lengths) if lengths else None
         end = typical if typical is not None and typical > got.step else got.limit
         if end is None:
@@ -259,7 +275,14 @@ class Estimates:
         return got.seconds / got.step * max(end - got.step, 0)
 
     def _seconds(self, cell: Cell) -> float | None:
-        values = self.by_group.get((cell.task, cell.head), [])
+        own = [(d, p, t) for d, p, t, _ in self._same_setting(cell) if t]
+        if own:
+            found = self._median(own, cell)
+            if found is not None:
+                return found
+        return self._median(self.by_group.get((cell.task, cell.head), []), cell)
+
+    def _median(self, values: list[tuple[Device | None, str | None, float]], cell: Cell) -> float | None:
         here = self.device
         if here is None:
             candidates = [[t for _, _, t in values]]
