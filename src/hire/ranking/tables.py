@@ -111,12 +111,18 @@ def plot_pooling(path: Path, label: str, record: dict[str, Any], pooling: str, s
         table = grid(block, split)
         ax.plot(layers, [100 * table[str(j)][pooling] for j in layers], marker="o", markersize=3,
                 label=block_name(block))
+    finish_map_axes(fig, ax, path, bm25, layers, split, f"{label}: {split} MAP by hidden state, {pooling} pooling")
+
+
+def finish_map_axes(fig: Any, ax: Any, path: Path, bm25: float | None, layers: list[int], split: str,
+                    title: str) -> None:
+    """BM25 dashed, the axes named, the legend, and the PNG written: the end of every MAP-by-layer figure."""
     if bm25 is not None:
         ax.axhline(100 * bm25, color="black", linestyle="--", linewidth=1, label="BM25")
     ax.set_xticks(layers)
     ax.set_xlabel("hidden state (0 = embeddings)")
     ax.set_ylabel(f"{split} MAP x 100")
-    ax.set_title(f"{label}: {split} MAP by hidden state, {pooling} pooling", fontsize=10)
+    ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     save_png(fig, path)
@@ -137,22 +143,15 @@ def plot_encoders(path: Path, results: dict[str, Any], pooling: str, split: str)
     """MAP against the hidden state for one pooling, one colour per encoder (a pre-trained encoder against a
     fine-tuned one), one line style per compared block, BM25 dashed (deterministic PNG)."""
     fig, ax = new_axes()
-    styles = ("-", ":", "-.")
+    styles, layers = ("-", ":", "-."), [0]
     for c, (label, record) in enumerate((k, r) for k, r in results["results"].items() if r["blocks"]):
-        layers = list(range(record["num_hidden_states"]))
+        layers = max(layers, list(range(record["num_hidden_states"])), key=len)
         for key, style in zip(compared_blocks(results), styles, strict=False):
-            table = grid(record["blocks"][key], split)
-            ax.plot(layers, [100 * table[str(j)][pooling] for j in layers], marker="o", markersize=3,
+            table, states = grid(record["blocks"][key], split), range(record["num_hidden_states"])
+            ax.plot(states, [100 * table[str(j)][pooling] for j in states], marker="o", markersize=3,
                     color=f"C{c}", linestyle=style, label=f"{label}: {block_name(record['blocks'][key])}")
-    bm25 = (results.get("bm25") or {}).get(split, {}).get("map")
-    if bm25 is not None:
-        ax.axhline(100 * bm25, color="black", linestyle="--", linewidth=1, label="BM25")
-    ax.set_xlabel("hidden state (0 = embeddings)")
-    ax.set_ylabel(f"{split} MAP x 100")
-    ax.set_title(f"Encoders compared: {split} MAP by hidden state, {pooling} pooling", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    save_png(fig, path)
+    finish_map_axes(fig, ax, path, (results.get("bm25") or {}).get(split, {}).get("map"), layers, split,
+                    f"Encoders compared: {split} MAP by hidden state, {pooling} pooling")
 
 
 def encoders_section(results: dict[str, Any], out: Path) -> str:
@@ -231,7 +230,8 @@ def write_report(results: dict[str, Any], out: str | Path) -> str:
              "candidate.", "", *encoder_lines(results), "", summary_section(results)]
     parts += [encoder_section(label, record, results, out) for label, record in results["results"].items()
               if record["blocks"]]
-    parts.append(encoders_section(results, out))
+    compared = encoders_section(results, out)
+    parts += [compared] if compared else []
     parts.append(timing_section(results))
     text = "\n".join(parts)
     write_text(out / "report.md", text)
