@@ -84,12 +84,13 @@ class EncoderSource:
             self.base.release()
 
 
-def _plain_run(folder: Path) -> bool:
-    """A run folder (no config.json of its own) whose ``best/`` is a plain encoder, not a ``HireModel``: what a
-    fine-tuned bi-encoder saves (its shared encoder, with ``bi_encoder.json`` beside it)."""
-    best = folder / "best"
-    return folder.is_dir() and not (folder / "config.json").is_file() and (best / "config.json").is_file() \
-        and not _is_hire_model(best)
+def _model_folder(path: Path) -> Path:
+    """The folder an encoder path loads from: a run folder's ``best/`` (a ``HireModel``, or the plain encoder that a
+    fine-tuned bi-encoder saves, with ``bi_encoder.json`` beside it), else the path itself."""
+    best = path / "best"
+    if _is_hire_model(best) or ((best / "config.json").is_file() and not (path / "config.json").is_file()):
+        return best
+    return path
 
 
 def _is_hire_model(folder: Path) -> bool:
@@ -132,7 +133,7 @@ def check_source(spec: str, option: str = "--encoder") -> None:
                               if said.startswith(f"{option} {base}") else f"{said} (in {spec})") from None
         return
     path = Path(spec).expanduser()
-    if path.is_dir() and (_is_hire_model(path / "best") or _is_hire_model(path) or _plain_run(path)):
+    if path.is_dir() and (_model_folder(path) != path or _is_hire_model(path)):
         return
     if path.exists() and not (path / "config.json").is_file():
         raise ConfigError(f"{option} {spec}: not a model folder (no config.json), nor a run folder with best/")
@@ -148,12 +149,11 @@ def resolve_source(spec: str) -> EncoderSource:
         base = resolve_source(spec[len(RANDOM_PREFIX):])
         return EncoderSource(spec, "random", spec, None, base=base, seed=RANDOM_SEED)
     path = Path(spec).expanduser()
-    if path.is_dir() and _is_hire_model(path / "best"):
-        return EncoderSource(spec, "hire-model", str(path / "best"), path / "best")
-    if path.is_dir() and _is_hire_model(path):
-        return EncoderSource(spec, "hire-model", str(path), path)
-    if _plain_run(path):  # a bi-encoder's run: best/ is the fine-tuned encoder itself
-        return EncoderSource(spec, "pretrained", str(path / "best"), path / "best")
+    folder = _model_folder(path)
+    if _is_hire_model(folder):
+        return EncoderSource(spec, "hire-model", str(folder), folder)
+    if folder != path:  # a bi-encoder's run: best/ is the fine-tuned encoder itself
+        return EncoderSource(spec, "pretrained", str(folder), folder)
     check_source(spec)
     resolved = Path(resolve_encoder(spec))
     if (resolved / "config.json").is_file():

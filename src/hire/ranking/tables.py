@@ -143,13 +143,13 @@ def plot_encoders(path: Path, results: dict[str, Any], pooling: str, split: str)
     """MAP against the hidden state for one pooling, one colour per encoder (a pre-trained encoder against a
     fine-tuned one), one line style per compared block, BM25 dashed (deterministic PNG)."""
     fig, ax = new_axes()
-    styles, layers = ("-", ":", "-."), [0]
-    for c, (label, record) in enumerate((k, r) for k, r in results["results"].items() if r["blocks"]):
-        layers = max(layers, list(range(record["num_hidden_states"])), key=len)
+    styles, records = ("-", ":", "-."), {k: r for k, r in results["results"].items() if r["blocks"]}
+    for c, (label, record) in enumerate(records.items()):
         for key, style in zip(compared_blocks(results), styles, strict=False):
             table, states = grid(record["blocks"][key], split), range(record["num_hidden_states"])
             ax.plot(states, [100 * table[str(j)][pooling] for j in states], marker="o", markersize=3,
                     color=f"C{c}", linestyle=style, label=f"{label}: {block_name(record['blocks'][key])}")
+    layers = list(range(max(r["num_hidden_states"] for r in records.values())))
     finish_map_axes(fig, ax, path, (results.get("bm25") or {}).get(split, {}).get("map"), layers, split,
                     f"Encoders compared: {split} MAP by hidden state, {pooling} pooling")
 
