@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -118,6 +119,33 @@ def test_cache_is_reused_and_invalidated(tmp_path: Path) -> None:
 
     retrained.path.write_bytes(b"not a zip file")  # a damaged file is computed again, not trusted
     assert not _features(folder, data, cache).cached and _features(folder, data, cache).cached
+
+
+def test_texts_cut_to_max_length_are_counted_in_one_warning_also_from_the_cache(tmp_path: Path) -> None:
+    """A text longer than ``max_length`` tokens is cut (its features read only the first tokens): one warning
+    counts them, when encoding and again when the features come from the cache."""
+    long = " ".join(["warm"] * 10_000)
+    rows = [("1", long), *SENTENCES[:3], ("0", " ".join(["dull"] * 31)), ("1", " ".join(["fine"] * 30))]
+    folder = save_tiny_encoder(tmp_path / "encoder", [t for _, t in rows])
+    data, cache = _write_tsv(tmp_path / "toy.tsv", rows), tmp_path / "cache"
+    for cached in (False, True):
+        with pytest.warns(RuntimeWarning, match=r"^toy all: 2 of 6 texts were cut short to fit --max_length 32 "
+                                                r"tokens") as seen:
+            features = _features(folder, data, cache)
+        assert len(seen) == 1 and features.cached is cached and features.cut == 2
+    with np.load(features.path) as stored:  # a cache written before the count was stored: counted from the text
+        old = {name: stored[name] for name in stored.files if name != "cut"}
+    np.savez(features.path, **old)
+    with pytest.warns(RuntimeWarning, match=r"^toy all: 2 of 6 texts were cut short"):
+        assert _features(folder, data, cache).cached
+    # 30 words + [CLS] + [SEP] = 32 tokens fit exactly (the 30 "fine" above); one word more is cut
+    _write_tsv(data, [*SENTENCES[:3], ("0", " ".join(["dull"] * 30)), ("1", " ".join(["fine"] * 31))])
+    with pytest.warns(RuntimeWarning, match=r"1 of 5 texts were cut short"):
+        assert _features(folder, data, cache).cut == 1
+    _write_tsv(data, SENTENCES)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing cut: no warning
+        assert _features(folder, data, cache).cut == 0
 
 
 def test_senteval_folders_give_their_protocol(tmp_path: Path) -> None:

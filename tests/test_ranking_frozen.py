@@ -323,6 +323,28 @@ def test_rank_probe_grows_by_scorer_and_refuses_other_options(ranking_world: dic
     assert refused.returncode == 2 and "holds rank-probe results of other options" in refused.stderr
 
 
+def test_rank_probe_warns_of_a_10000_word_passage_cut_short(ranking_world: dict[str, Path], tmp_path: Path) -> None:
+    """The frozen grid encodes each text apart, at most --max_length tokens: a longer passage is cut, and one
+    warning per split says how many were (the fine-tuned rankers' warning is tested in test_ranking_tasks)."""
+    data = tmp_path / "data"
+    shutil.copytree(ranking_world["data"], data)
+    long = " ".join(["colour"] * 10_000)
+    with (data / "dev.tsv").open("a", newline="") as f:
+        f.write(f"Q16\twhat colour is the {THINGS[16]}?\tD16\t{THINGS[16]}\tD16-long\t{long}\t0\r\n")
+    passages = {e.passage for e in read_ranking_file(data / "dev.tsv", "tsv", dict(
+        qid="QuestionID", question="Question", pid="SentenceID", passage="Sentence", label="Label"), "has-positive")
+        .examples}
+    args = rank_probe_args({**ranking_world, "data": data}, tmp_path / "out", "--scorers", "cosine")
+    result = call_hire(args, tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    warned = [line for line in result.stderr.splitlines() if "warning:" in line]
+    assert len(warned) == 1 and warned[0].startswith("hire rank-probe: warning: ") and warned[0].endswith(
+        f" dev-passages: 1 of {len(passages)} texts were cut short to fit --max_length 128 tokens (the features read "
+        "only their first tokens)"), warned
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["results"]["tiny"]["blocks"]["cosine/none"]["rows"][0]["dev"]["questions"] == 7
+
+
 def test_rank_probe_takes_a_random_twin(ranking_world: dict[str, Path], tmp_path: Path) -> None:
     from transformers import BertModel
 

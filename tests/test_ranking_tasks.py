@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import warnings
 from pathlib import Path
 
 import pytest
@@ -194,6 +195,30 @@ def test_a_long_passage_is_cut_with_one_warning_that_counts(world):
     assert split.truncated == 2 and max(split.lengths) == 32
     question = tokenizer("where is the lake", add_special_tokens=False)["input_ids"]
     assert split.features[0]["input_ids"][1:1 + len(question)] == question  # the question is never cut here
+
+
+def test_a_bi_encoder_cuts_a_long_passage_and_a_long_question_with_one_warning_that_counts(world):
+    from hire.data.ranking import RankingExample
+    from hire.model import load_tokenizer
+    from hire.tasktypes.ranking import encode_apart
+
+    tokenizer = load_tokenizer(str(world["encoder"]))
+    long = " ".join(["lake"] * 10_000)
+    examples = [RankingExample("q", "where is the lake", "1", long, 1.0),
+                RankingExample("q", "where is the lake", "2", "near the river", 0.0),
+                RankingExample("r", "where " * 40, "1", long, 0.0)]
+    with pytest.warns(RuntimeWarning, match=r"^2 of 3 passages were cut short to fit --data.max_length 32 tokens "
+                                            r"\(questions and passages are encoded apart\); 1 question\(s\) were "
+                                            r"cut too$") as seen:
+        split = encode_apart(examples, tokenizer, 32)
+    assert len(seen) == 1 and split.truncated == 2
+    assert [len(f["input_ids"]) for f in split.passage_texts] == [32, 5]
+    assert len(split.question_texts[1]["input_ids"]) == 32
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a passage of exactly 30 words fits with [CLS] and [SEP]: no warning
+        fits = encode_apart([RankingExample("q", "where is the lake", "1", " ".join(["lake"] * 30), 1.0)],
+                            tokenizer, 32)
+    assert fits.truncated == 0 and len(fits.passage_texts[0]["input_ids"]) == 32
 
 
 @pytest.mark.parametrize("encode", ["encode_pairs", "encode_apart"])

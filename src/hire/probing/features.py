@@ -23,6 +23,7 @@ import json
 import os
 import tempfile
 import time
+import warnings
 import zipfile
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -68,6 +69,7 @@ class SplitFeatures:
     cached: bool  # True when read from the cache
     encode_seconds: float  # this call's encoding time (0 when cached)
     path: Path
+    cut: int = 0  # how many texts were longer than max_length tokens, and cut short
 
 
 def texts_of(examples: list[Example]) -> tuple[list[str], list[str] | None]:
@@ -145,25 +147,50 @@ def encode_texts(encoder: Encoder, tokenizer: PreTrainedTokenizerBase, texts: li
     return out
 
 
+def count_cut(tokenizer: PreTrainedTokenizerBase, texts: list[str], max_length: int) -> int:
+    """How many of ``texts`` do not fit ``max_length`` tokens with the special tokens (:func:`encode_texts` cuts
+    those short). Each is tokenized only a token beyond what fits: a 10,000-word text is not tokenized whole."""
+    room = max_length - tokenizer.num_special_tokens_to_add(pair=False)
+    bare = tokenizer(texts, add_special_tokens=False, truncation=True, max_length=room + 1)["input_ids"]
+    return sum(len(ids) > room for ids in bare)
+
+
+def _count(tokenizer: PreTrainedTokenizerBase, texts: tuple[list[str], list[str] | None], max_length: int) -> int:
+    return sum(count_cut(tokenizer, t, max_length) for t in texts if t is not None)
+
+
+def _warn_cut(cut: int, n: int, task: str, split: str, max_length: int) -> None:
+    if cut:
+        warnings.warn(f"{task} {split}: {cut} of {n} texts were cut short to fit --max_length {max_length} tokens "
+                      "(the features read only their first tokens)", RuntimeWarning, stacklevel=3)
+
+
 def split_features(source: EncoderSource, fingerprint: str, task: str, split: str, examples: list[Example],
                    settings: FeatureSettings, cache_dir: Path) -> SplitFeatures:
-    """The split's features from the cache, or encoded now (and cached)."""
+    """The split's features from the cache, or encoded now (and cached). One warning says how many texts were
+    longer than ``settings.max_length`` and cut short, read from the cache too."""
     texts = texts_of(examples)
+    n = len(texts[0]) + (len(texts[1]) if texts[1] is not None else 0)
     key = cache_key(fingerprint, texts, settings)
     path = cache_dir / f"{name_slug(task)}-{name_slug(split)}-{key[:20]}.npz"
     cached = _read_cache(path, key)
     if cached is not None:
-        return SplitFeatures(cached["a"], cached.get("b"), True, 0.0, path)
+        # A cache written before the count was stored: counted now, from the tokenizer alone (no weights).
+        cut = int(cached["cut"]) if "cut" in cached else _count(source.tokenizer(), texts, settings.max_length)
+        _warn_cut(cut, n, task, split, settings.max_length)
+        return SplitFeatures(cached["a"], cached.get("b"), True, 0.0, path, cut)
     encoder, tokenizer = source.load()
+    cut = _count(tokenizer, texts, settings.max_length)
+    _warn_cut(cut, n, task, split, settings.max_length)
     start = time.perf_counter()
     arrays = {"a": encode_texts(encoder, tokenizer, texts[0], settings, f"{task} {split}")}
     if texts[1] is not None:
         arrays["b"] = encode_texts(encoder, tokenizer, texts[1], settings, f"{task} {split} (2nd)")
     seconds = time.perf_counter() - start
-    _atomic_write(path, lambda f: np.savez(f, key=np.array(key), **arrays))
+    _atomic_write(path, lambda f: np.savez(f, key=np.array(key), cut=np.array(cut), **arrays))
     meta = {"key": key, **source.describe(), "fingerprint": fingerprint, "task": task, "split": split,
             "examples": len(examples), "shape": list(arrays["a"].shape), "poolings": list(POOLINGS),
-            "pair": "b" in arrays, "max_length": settings.max_length, "precision": settings.precision,
+            "pair": "b" in arrays, "max_length": settings.max_length, "cut": cut, "precision": settings.precision,
             "dtype": settings.dtype, "device": settings.device, "encode_seconds": round(seconds, 3)}
     _atomic_write(path.with_suffix(".json"), lambda f: f.write((json.dumps(meta, indent=2) + "\n").encode()))
-    return SplitFeatures(arrays["a"], arrays.get("b"), False, seconds, path)
+    return SplitFeatures(arrays["a"], arrays.get("b"), False, seconds, path, cut)
