@@ -54,6 +54,7 @@ class EncoderSource:
     base: EncoderSource | None = None  # a random twin's trained encoder (its configuration and tokenizer)
     seed: int | None = None  # a random twin's seed
     _loaded: tuple[Encoder, PreTrainedTokenizerBase] | None = field(default=None, repr=False)
+    _tokenizer: PreTrainedTokenizerBase | None = field(default=None, repr=False)  # tokenizer() alone, loaded once
 
     def describe(self) -> dict[str, Any]:
         if self.base is not None:  # a random twin: where its configuration and tokenizer come from
@@ -72,14 +73,18 @@ class EncoderSource:
         return self.load()[0]
 
     def tokenizer(self, words: bool = False) -> PreTrainedTokenizerBase:
-        """The tokenizer alone (no weights loaded), padding on the right; ``words``: for text given as words
-        (:func:`hire.model.load_tokenizer`)."""
-        if self._loaded is not None and not words:
+        """The tokenizer alone (no weights loaded; loaded once), padding on the right; ``words``: for text given as
+        words (:func:`hire.model.load_tokenizer`)."""
+        if words:
+            return load_source_tokenizer(self, words)
+        if self._loaded is not None:
             return self._loaded[1]
-        return load_source_tokenizer(self, words)
+        if self._tokenizer is None:
+            self._tokenizer = load_source_tokenizer(self)
+        return self._tokenizer
 
     def release(self) -> None:
-        self._loaded = None
+        self._loaded = self._tokenizer = None
         if self.base is not None:
             self.base.release()
 
