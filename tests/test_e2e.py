@@ -224,3 +224,27 @@ def test_feature_based_training_leaves_the_encoder_as_it_was(encoder: Path, tmp_
     assert len([k for k in encoder_weights if k in source]) >= len(encoder_weights) - 2  # pooler aside
     assert yaml.safe_load((out / "config.yaml").read_text())["model"]["freeze_encoder"] is True
     assert json.loads((out / "best" / "config.json").read_text())["freeze_encoder"] is True
+
+
+def test_reevaluation_runs_in_the_runs_precision(encoder: Path, tmp_path: Path) -> None:
+    """A run trained in bf16 is re-evaluated in bf16 by default (its dev scores repeat, and metrics.json says
+    which precision it ran in); on a CPU without bf16 units, in fp32 with a note."""
+    from hire.hardware import cpu_has_fast_bf16
+
+    run = tmp_path / "bf16"
+    trained = hire(*train_args(encoder, run, "--train.mixed_precision", "bf16", "--train.max_steps", "3"))
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    assert json.loads((run / "metrics.json").read_text())["mixed_precision"] == "bf16"
+    result = hire("evaluate", "--model", str(run / "best"), "--task", "MRPC", "--max_examples", str(N_EVAL),
+                  "--output_dir", str(tmp_path / "again"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    again = json.loads((tmp_path / "again" / "metrics.json").read_text())
+    if cpu_has_fast_bf16():
+        assert again["mixed_precision"] == "bf16"
+        assert again["dev"] == pytest.approx(json.loads((run / "metrics.json").read_text())["dev"]["dev"])
+    else:
+        assert again["mixed_precision"] == "no" and "predicting in fp32" in result.stderr
+    fp32 = hire("evaluate", "--model", str(run / "best"), "--task", "MRPC", "--max_examples", str(N_EVAL),
+                "--output_dir", str(tmp_path / "fp32"), "--mixed_precision", "no")
+    assert fp32.returncode == 0, fp32.stderr[-3000:]
+    assert json.loads((tmp_path / "fp32" / "metrics.json").read_text())["mixed_precision"] == "no"

@@ -48,16 +48,62 @@ def _texts(columns: list[str] | tuple[str, ...]) -> str:
     return f"sentence pairs ({', '.join(columns)})" if len(columns) == 2 else f"single sentences ({columns[0]})"
 
 
-def _load(model_dir: str, precision: str, words: bool = False) -> tuple[Any, Any, Any]:
-    """The model (prepared), its tokenizer and the accelerator; the tokenizer first, as it is the cheaper."""
+def _load(model_dir: str, precision: str | None, words: bool = False) -> tuple[Any, Any, Any]:
+    """The model (prepared), its tokenizer and the accelerator; the tokenizer first, as it is the cheaper.
+    ``precision`` None: :func:`model_precision`."""
     from accelerate import Accelerator
 
     from hire.hardware import resolve_mixed_precision
     from hire.model import load_tokenizer
 
     tokenizer = load_tokenizer(model_dir, words)
-    accelerator = Accelerator(mixed_precision=resolve_mixed_precision(precision))
+    accelerator = Accelerator(mixed_precision=resolve_mixed_precision(model_precision(model_dir, precision)))
     return accelerator.prepare(_load_model(model_dir)), tokenizer, accelerator
+
+
+def recorded_precision(model_dir: str | Path) -> str | None:
+    """The precision that the run of ``model_dir`` trained and evaluated in, when the folder is a run's ``best/``
+    (its ``metrics.json``, or ``state.json`` while it trains); None for any other folder or where the run
+    records none."""
+    model = Path(model_dir).expanduser().resolve()
+    run = model.parent
+    if model.name != "best" or not is_run_folder(run):
+        return None
+    for name in ("metrics.json", "state.json"):
+        try:
+            value = json.loads((run / name).read_text(encoding="utf-8")).get("mixed_precision")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(value, str) and value in ("no", "bf16", "fp16"):
+            return value
+    return None
+
+
+def model_precision(model_dir: str | Path, choice: str | None) -> str:
+    """The precision ``hire evaluate`` and ``hire predict`` run in: ``--mixed_precision`` where given; by default
+    the one the model's run trained and evaluated its dev splits in (:func:`recorded_precision`), so that a
+    re-evaluation repeats the recorded scores, and fp32 for a model that is not a run's ``best/``. A run's bf16
+    on a CPU without bf16 units (or its fp16 without a CUDA GPU) falls back to fp32, with a note: emulated, it
+    would be many times slower."""
+    import sys
+
+    import torch
+
+    from hire.hardware import cpu_has_fast_bf16
+
+    if choice is not None:
+        return choice
+    recorded = recorded_precision(model_dir)
+    if recorded is None:
+        return "no"
+    cuda = torch.cuda.is_available()
+    if (recorded == "fp16" and not cuda) or (recorded == "bf16" and not cuda and not cpu_has_fast_bf16()):
+        print(f"note: the run of --model {model_dir} trained in {recorded}, which this machine "
+              f"{'cannot run without a CUDA GPU' if recorded == 'fp16' else 'only emulates (no bf16 units)'}: "
+              "predicting in fp32, so scores can differ from the recorded ones in the last digits "
+              "(--mixed_precision chooses)", file=sys.stderr)
+        return "no"
+    return recorded
 
 
 def _load_model(model_dir: str) -> Any:
@@ -193,7 +239,8 @@ def _evaluate(args: EvaluateOptions, config: dict[str, Any], name: str, **data: 
     splits = {"dev": list(task.dev), "test": tests, "all": [*task.dev, *tests]}[args.split]
     predicted = predict_task(model, task, splits, tokenizer, acc, max_length=args.max_length,
                              batch_size=args.batch_size, predictions_dir=out, submission_dir=out / "submission")
-    results: dict[str, Any] = {"model": args.model, "task": task.name, **predicted.results}
+    results: dict[str, Any] = {"model": args.model, "task": task.name, "mixed_precision": acc.mixed_precision,
+                               **predicted.results}
     write_atomic(out / "metrics.json", json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
     return 0
@@ -482,7 +529,10 @@ class ModelOptions:
 class _PredictingOptions(ModelOptions):
     batch_size: AtLeast1 = option("examples per batch", 64)
     max_length: MaxLength = option("maximum tokens per example", 128)
-    mixed_precision: Precision = option("precision of the forward pass (no = fp32)", "no")
+    mixed_precision: Precision | None = option(
+        "precision of the forward pass: no (fp32), bf16, fp16 (a CUDA GPU), or auto (bf16 where this machine is "
+        "fast at it). Default: for a run's best/, the precision the run trained and scored its dev splits in (its "
+        "metrics.json), so that a re-evaluation repeats the recorded scores; for any other model folder, no", None)
 
 
 @dataclass(kw_only=True)
