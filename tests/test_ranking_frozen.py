@@ -343,6 +343,22 @@ def test_rank_probe_warns_of_a_10000_word_passage_cut_short(ranking_world: dict[
         "only their first tokens)"), warned
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     assert results["results"]["tiny"]["blocks"]["cosine/none"]["rows"][0]["dev"]["questions"] == 7
+    # The count is recorded too, by split and side, and the report says it.
+    cut = results["results"]["tiny"]["encode"]["cut"]
+    assert cut["dev"] == {"questions": [0, 7], "passages": [1, len(passages)]}
+    assert all(n == 0 for split in ("train", "test") for n, _ in cut[split].values())
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert (f"Texts longer than --max_length 128 tokens, cut short (their features read the first 128 tokens), "
+            f"tiny: 1 of {len(passages)} dev passages.") in report
+    # A results file written before the count was recorded gains it on the next run, from the tokenizer alone;
+    # its encoding time stays as recorded.
+    del results["results"]["tiny"]["encode"]["cut"]
+    results["results"]["tiny"]["encode"]["seconds"] = 12.5
+    (tmp_path / "out" / "results.json").write_text(json.dumps(results))
+    again = call_hire(args, tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    encode = json.loads((tmp_path / "out" / "results.json").read_text())["results"]["tiny"]["encode"]
+    assert encode["cut"] == cut and encode["seconds"] == 12.5
 
 
 def test_rank_probe_takes_a_random_twin(ranking_world: dict[str, Path], tmp_path: Path) -> None:

@@ -44,7 +44,7 @@ from hire.figures import slug
 from hire.hardware import machine as run_machine
 from hire.metrics import ranking_metrics
 from hire.probing.classifiers import FeatureSet, feature_sets
-from hire.probing.features import FeatureSettings, SplitFeatures, split_features
+from hire.probing.features import FeatureSettings, SplitFeatures, count_cut, split_features
 from hire.probing.grid import RESULTS, load_encoders, save_results
 from hire.probing.pooling import POOLINGS
 from hire.probing.sources import EncoderSource
@@ -435,8 +435,9 @@ def encode_candidates(source: EncoderSource, fp: str, task: str, candidates: dic
                       settings: FeatureSettings, cache_dir: Path) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]],
                                                                             dict[str, Any]]:
     """Each split's question and passage features ``(n, l + 1, 4, d)``, encoded apart (each distinct text once)
-    through the probe's cache, and what the encoding cost."""
-    features, seconds, cached, texts = {}, 0.0, {}, 0
+    through the probe's cache, and what the encoding cost: seconds, whether from the cache, how many distinct
+    texts, and how many of them were cut short to ``settings.max_length`` tokens (``cut``, by split and side)."""
+    features, seconds, cached, texts, cut = {}, 0.0, {}, 0, {}
     for split, c in candidates.items():
         q = _texts_features(source, fp, task, f"{split}-questions", c.question_texts, settings, cache_dir)
         p = _texts_features(source, fp, task, f"{split}-passages", c.passage_texts, settings, cache_dir)
@@ -444,7 +445,23 @@ def encode_candidates(source: EncoderSource, fp: str, task: str, candidates: dic
         seconds += q.encode_seconds + p.encode_seconds
         cached[split] = q.cached and p.cached
         texts += len(c.question_texts) + len(c.passage_texts)
-    return features, {"seconds": round(seconds, 3), "cached": cached, "texts": texts}
+        cut[split] = _cut_record(q.cut, p.cut, c)
+    return features, {"seconds": round(seconds, 3), "cached": cached, "texts": texts, "cut": cut}
+
+
+def _cut_record(questions: int, passages: int, c: Candidates) -> dict[str, list[int]]:
+    """How many of a split's distinct questions and passages were cut short, each as [cut, of how many]."""
+    return {"questions": [questions, len(c.question_texts)], "passages": [passages, len(c.passage_texts)]}
+
+
+def count_cut_candidates(source: EncoderSource, candidates: dict[str, Candidates], max_length: int,
+                         ) -> dict[str, dict[str, list[int]]]:
+    """``encode_candidates``' ``cut`` from the tokenizer alone (no weights, no features): for a results file
+    written before the count was recorded, whose blocks are all done."""
+    tokenizer = source.tokenizer()
+    return {split: _cut_record(count_cut(tokenizer, c.question_texts, max_length),
+                               count_cut(tokenizer, c.passage_texts, max_length), c)
+            for split, c in candidates.items()}
 
 
 def _metrics(examples: list[RankingExample], scores: np.ndarray) -> dict[str, float]:
@@ -570,8 +587,11 @@ def run_rank_probe(options: RankProbeOptions) -> dict[str, Any]:
     for label, source, fp in zip(labels, sources, fingerprints, strict=True):
         record = results["results"].setdefault(label, {"blocks": {}})
         todo = [(s, loss) for s, loss in options.blocks() if block_key(s, loss) not in record["blocks"]]
-        if not todo:
-            continue  # finished by an earlier run of the same command
+        if not todo:  # finished by an earlier run of the same command
+            if record.get("encode") and "cut" not in record["encode"]:  # written before cuts were counted
+                record["encode"]["cut"] = count_cut_candidates(source, candidates, options.max_length)
+                save_results(results, out)
+            continue
         features, record["encode"] = encode_candidates(source, fp, options.task, candidates, settings,
                                                        Path(options.cache_dir))
         shape = features["train"][0].shape  # (questions, l + 1, 4, d)

@@ -196,6 +196,23 @@ def encoder_section(label: str, record: dict[str, Any], results: dict[str, Any],
     return "\n".join([*parts, ""])
 
 
+def cut_lines(results: dict[str, Any]) -> list[str]:
+    """A sentence per encoder on the texts longer than ``--max_length`` tokens, whose features read only their
+    first tokens (nothing for a results file written before they were counted)."""
+    limit = results["config"]["max_length"]
+    lines = []
+    for label, record in results["results"].items():
+        cut = record.get("encode", {}).get("cut")
+        if cut is None:
+            continue
+        parts = [f"{n} of {total} {split} {side}" for split, sides in cut.items()
+                 for side, (n, total) in sides.items() if n]
+        said = ", ".join(parts) if parts else "none"
+        lines += [f"Texts longer than --max_length {limit} tokens, cut short (their features read the first "
+                  f"{limit} tokens), {label}: {said}.", ""]
+    return lines
+
+
 def timing_section(results: dict[str, Any]) -> str:
     header, rows = ["encoder", "texts encoded", "encode s", "block", "fit s"], []
     encode = fit = 0.0
@@ -227,7 +244,7 @@ def write_report(results: dict[str, Any], out: str | Path) -> str:
              + (f" Dropped questions: {dropped}." if dropped else ""), "",
              "Questions and passages encoded apart; learned scorers trained on standardised features with early "
              "stopping on dev MAP. MAP, MRR and P@1 by trec_eval's definitions, over questions with a relevant "
-             "candidate.", "", *encoder_lines(results), "", summary_section(results)]
+             "candidate.", "", *encoder_lines(results), "", *cut_lines(results), summary_section(results)]
     parts += [encoder_section(label, record, results, out) for label, record in results["results"].items()
               if record["blocks"]]
     compared = encoders_section(results, out)
