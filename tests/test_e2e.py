@@ -227,24 +227,33 @@ def test_feature_based_training_leaves_the_encoder_as_it_was(encoder: Path, tmp_
 
 
 def test_reevaluation_runs_in_the_runs_precision(encoder: Path, tmp_path: Path) -> None:
-    """A run trained in bf16 is re-evaluated in bf16 by default (its dev scores repeat, and metrics.json says
-    which precision it ran in); on a CPU without bf16 units, in fp32 with a note."""
+    """A run trained in bf16 at --data.max_length 40 is re-evaluated in bf16 at 40 tokens by default (its dev
+    scores repeat at the run's batch size, and metrics.json says the precision it ran in); on a CPU without bf16
+    units, in fp32 with a warning."""
     from hire.hardware import cpu_has_fast_bf16
 
     run = tmp_path / "bf16"
-    trained = hire(*train_args(encoder, run, "--train.mixed_precision", "bf16", "--train.max_steps", "3"))
+    trained = hire(*train_args(encoder, run, "--train.mixed_precision", "bf16", "--train.max_steps", "3",
+                               "--data.max_length", "40"))
     assert trained.returncode == 0, trained.stderr[-3000:]
-    assert json.loads((run / "metrics.json").read_text())["mixed_precision"] == "bf16"
-    result = hire("evaluate", "--model", str(run / "best"), "--task", "MRPC", "--max_examples", str(N_EVAL),
-                  "--output_dir", str(tmp_path / "again"))
+    recorded = json.loads((run / "metrics.json").read_text())
+    assert recorded["mixed_precision"] == "bf16"
+    evaluate = ["evaluate", "--model", str(run / "best"), "--task", "MRPC", "--max_examples", str(N_EVAL),
+                "--batch_size", "8"]
+    result = hire(*evaluate, "--output_dir", str(tmp_path / "again"))
     assert result.returncode == 0, result.stderr[-3000:]
     again = json.loads((tmp_path / "again" / "metrics.json").read_text())
     if cpu_has_fast_bf16():
-        assert again["mixed_precision"] == "bf16"
-        assert again["dev"] == pytest.approx(json.loads((run / "metrics.json").read_text())["dev"]["dev"])
+        assert again["mixed_precision"] == "bf16" and again["dev"] == recorded["dev"]["dev"]
+        probabilities = [json.loads(line)["probabilities"] for line in (run / "predictions" / "dev.jsonl").open()]
+        assert [json.loads(line)["probabilities"] for line in (tmp_path / "again" / "dev.jsonl").open()] == \
+            probabilities  # every prediction repeats, not only the scores
+        longer = hire(*evaluate, "--output_dir", str(tmp_path / "longer"), "--max_length", "128")
+        assert longer.returncode == 0, longer.stderr[-3000:]  # most MRPC pairs are longer than 40 tokens
+        assert [json.loads(line)["probabilities"] for line in (tmp_path / "longer" / "dev.jsonl").open()] != \
+            probabilities
     else:
         assert again["mixed_precision"] == "no" and "predicting in fp32" in result.stderr
-    fp32 = hire("evaluate", "--model", str(run / "best"), "--task", "MRPC", "--max_examples", str(N_EVAL),
-                "--output_dir", str(tmp_path / "fp32"), "--mixed_precision", "no")
+    fp32 = hire(*evaluate, "--output_dir", str(tmp_path / "fp32"), "--mixed_precision", "no")
     assert fp32.returncode == 0, fp32.stderr[-3000:]
     assert json.loads((tmp_path / "fp32" / "metrics.json").read_text())["mixed_precision"] == "no"

@@ -348,7 +348,7 @@ def test_rank_probe_warns_of_a_10000_word_passage_cut_short(ranking_world: dict[
     assert cut["dev"] == {"questions": [0, 7], "passages": [1, len(passages)]}
     assert all(n == 0 for split in ("train", "test") for n, _ in cut[split].values())
     report = (tmp_path / "out" / "report.md").read_text()
-    assert (f"Texts longer than --max_length 128 tokens, cut short (their features read the first 128 tokens), "
+    assert (f"Texts longer than --max_length 128 tokens, cut short (their features read the first 128 tokens): "
             f"tiny: 1 of {len(passages)} dev passages.") in report
     # A results file written before the count was recorded gains it on the next run, from the tokenizer alone;
     # its encoding time stays as recorded.

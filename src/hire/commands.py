@@ -40,6 +40,7 @@ from hire.saved_model import (
     run_card,
     saved_label_names,
     saved_num_labels,
+    trained_max_length,
     trained_text_columns,
 )
 
@@ -81,11 +82,11 @@ def recorded_precision(model_dir: str | Path) -> str | None:
 
 def model_precision(model_dir: str | Path, choice: str | None) -> str:
     """The precision ``hire evaluate`` and ``hire predict`` run in: ``--mixed_precision`` where given; by default
-    the one the model's run trained and evaluated its dev splits in (:func:`recorded_precision`), so that a
-    re-evaluation repeats the recorded scores, and fp32 for a model that is not a run's ``best/``. A run's bf16
-    on a CPU without bf16 units (or its fp16 without a CUDA GPU) falls back to fp32, with a note: emulated, it
-    would be many times slower."""
-    import sys
+    the one the model's run trained and scored its dev splits in (:func:`recorded_precision`), and fp32 for a
+    model that is not a run's ``best/``. A run's bf16 where this machine has no fast bf16 (a GPU without it, a CPU
+    without bf16 units), or its fp16 without a CUDA GPU, falls back to fp32 with a warning: emulated, it would be
+    many times slower."""
+    import warnings
 
     import torch
 
@@ -97,11 +98,13 @@ def model_precision(model_dir: str | Path, choice: str | None) -> str:
     if recorded is None:
         return "no"
     cuda = torch.cuda.is_available()
-    if (recorded == "fp16" and not cuda) or (recorded == "bf16" and not cuda and not cpu_has_fast_bf16()):
-        print(f"note: the run of --model {model_dir} trained in {recorded}, which this machine "
-              f"{'cannot run without a CUDA GPU' if recorded == 'fp16' else 'only emulates (no bf16 units)'}: "
-              "predicting in fp32, so scores can differ from the recorded ones in the last digits "
-              "(--mixed_precision chooses)", file=sys.stderr)
+    fast = (cuda if recorded == "fp16" else
+            (torch.cuda.is_bf16_supported() if cuda else cpu_has_fast_bf16()) if recorded == "bf16" else True)
+    if not fast:
+        warnings.warn(f"--model {model_dir}: its run trained in {recorded}, which this machine does not run fast "
+                      f"({'no CUDA GPU' if recorded == 'fp16' else 'no bf16 units known here'}): predicting in "
+                      "fp32, so scores can differ from the recorded ones in the last digits (--mixed_precision "
+                      "chooses)", RuntimeWarning, stacklevel=2)
         return "no"
     return recorded
 
@@ -185,8 +188,15 @@ def _named_task(args: EvaluateOptions, config: dict[str, Any]) -> str | None:
     return None
 
 
+def _run_defaults(args: _PredictingOptions, config: dict[str, Any]) -> None:
+    """``--max_length`` left out: the run's, for a run's ``best/`` (:func:`trained_max_length`), else 128."""
+    if args.max_length is None:
+        args.max_length = trained_max_length(args.model, config) or 128
+
+
 def _cmd_evaluate(args: EvaluateOptions) -> int:
     config = check_model_folder(args.model)
+    _run_defaults(args, config)
     named, options = _named_task(args, config), config.get("task_options") or {}
     if named == "wikiqa":
         return _evaluate(args, config, "WikiQA", task="wikiqa", keep=options.get("keep", "has-positive"))
@@ -250,6 +260,7 @@ def _cmd_predict(args: PredictOptions) -> int:
     from hire.data.files import read_table
 
     config = check_model_folder(args.model)
+    _run_defaults(args, config)
     check_input_file(args.input, "--input")
     if config.get("task_type") == "ranking":
         return _predict_ranking(args, config)
@@ -528,11 +539,14 @@ class ModelOptions:
 @dataclass(kw_only=True)
 class _PredictingOptions(ModelOptions):
     batch_size: AtLeast1 = option("examples per batch", 64)
-    max_length: MaxLength = option("maximum tokens per example", 128)
+    max_length: MaxLength | None = option("maximum tokens per example (longer ones are cut, with a warning). "
+                                          "Default: for a run's best/, the run's --data.max_length; else 128",
+                                          None)
     mixed_precision: Precision | None = option(
-        "precision of the forward pass: no (fp32), bf16, fp16 (a CUDA GPU), or auto (bf16 where this machine is "
-        "fast at it). Default: for a run's best/, the precision the run trained and scored its dev splits in (its "
-        "metrics.json), so that a re-evaluation repeats the recorded scores; for any other model folder, no", None)
+        "precision of the forward pass: no (fp32), bf16, fp16 (a CUDA GPU), or auto (what training's auto picks: "
+        "bf16 where this machine is fast at it, fp16 on an older GPU, else fp32). Default: for a run's best/, the "
+        "precision the run trained and scored its dev splits in (its metrics.json); for any other model folder, no",
+        None)
 
 
 @dataclass(kw_only=True)

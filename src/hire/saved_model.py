@@ -250,6 +250,19 @@ def trained_text_columns(model_dir: str | Path, config: dict[str, Any]) -> list[
         return None
 
 
+def trained_max_length(model_dir: str | Path, config: dict[str, Any]) -> int | None:
+    """The ``--data.max_length`` a run's ``best/`` was trained and scored at, from the run folder's
+    ``config.yaml`` beside it (trusted only if its head is the model's); None where that is not known."""
+    try:
+        run = _run_config(model_dir)
+        if run["model"]["head"] != config.get("head"):
+            return None
+        value = run["data"]["max_length"]
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, TypeError, KeyError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
 def run_card(model_dir: str | Path) -> dict[str, Any]:
     """What the run folder around a run's ``best/`` says of the model: ``task``, ``metrics`` (dev), mean
     ``layer_weights`` over the dev predictions, ``recipe`` (the run's configuration); {} outside a finished run

@@ -197,20 +197,19 @@ def encoder_section(label: str, record: dict[str, Any], results: dict[str, Any],
 
 
 def cut_lines(results: dict[str, Any]) -> list[str]:
-    """A sentence per encoder on the texts longer than ``--max_length`` tokens, whose features read only their
-    first tokens (nothing for a results file written before they were counted)."""
-    limit = results["config"]["max_length"]
-    lines = []
+    """One sentence on the texts longer than ``--max_length`` tokens, whose features read only their first tokens,
+    by encoder (nothing for a results file written before they were counted)."""
+    limit, said = results["config"]["max_length"], []
     for label, record in results["results"].items():
         cut = record.get("encode", {}).get("cut")
-        if cut is None:
-            continue
-        parts = [f"{n} of {total} {split} {side}" for split, sides in cut.items()
-                 for side, (n, total) in sides.items() if n]
-        said = ", ".join(parts) if parts else "none"
-        lines += [f"Texts longer than --max_length {limit} tokens, cut short (their features read the first "
-                  f"{limit} tokens), {label}: {said}.", ""]
-    return lines
+        if cut is not None:
+            parts = [f"{n} of {total} {split} {side}" for split, sides in cut.items()
+                     for side, (n, total) in sides.items() if n]
+            said.append(f"{label}: {', '.join(parts) if parts else 'none'}")
+    if not said:
+        return []
+    return [f"Texts longer than --max_length {limit} tokens, cut short (their features read the first {limit} "
+            f"tokens): {'; '.join(said)}.", ""]
 
 
 def timing_section(results: dict[str, Any]) -> str:
