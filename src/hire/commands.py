@@ -66,9 +66,8 @@ def recorded_precision(model_dir: str | Path) -> str | None:
     """The precision that the run of ``model_dir`` trained and evaluated in, when the folder is a run's ``best/``
     (its ``metrics.json``, or ``state.json`` while it trains); None for any other folder or where the run
     records none."""
-    model = Path(model_dir).expanduser().resolve()
-    run = model.parent
-    if model.name != "best" or not is_run_folder(run):
+    run = _run_of_best(model_dir)
+    if run is None:
         return None
     for name in ("metrics.json", "state.json"):
         try:
@@ -98,8 +97,12 @@ def model_precision(model_dir: str | Path, choice: str | None) -> str:
     if recorded is None:
         return "no"
     cuda = torch.cuda.is_available()
-    fast = (cuda if recorded == "fp16" else
-            (torch.cuda.is_bf16_supported() if cuda else cpu_has_fast_bf16()) if recorded == "bf16" else True)
+    if recorded == "fp16":
+        fast = cuda
+    elif recorded == "bf16":
+        fast = torch.cuda.is_bf16_supported() if cuda else cpu_has_fast_bf16()
+    else:
+        fast = True
     if not fast:
         warnings.warn(f"--model {model_dir}: its run trained in {recorded}, which this machine does not run fast "
                       f"({'no CUDA GPU' if recorded == 'fp16' else 'no bf16 units known here'}): predicting in "
@@ -155,10 +158,16 @@ def default_eval_dir(model_dir: str | Path, task: str) -> Path:
     """Where ``hire evaluate`` writes by default: beside the model in its run (``RUN/eval-TASK``) when the model
     is a run's ``best/``, whose files only ``hire train`` writes; else inside the model folder (``MODEL/eval-TASK``)."""
     model = Path(model_dir).expanduser()
-    run = model.resolve().parent
-    if model.resolve().name == "best" and is_run_folder(run):
+    run = _run_of_best(model)
+    if run is not None:
         return model.parent / f"eval-{task}" if model.name == "best" else run / f"eval-{task}"
     return model / f"eval-{task}"
+
+
+def _run_of_best(model_dir: str | Path) -> Path | None:
+    """The run folder whose ``best/`` ``model_dir`` is (links followed); None for any other model folder."""
+    model = Path(model_dir).expanduser().resolve()
+    return model.parent if model.name == "best" and is_run_folder(model.parent) else None
 
 
 EVALUATION = ".hire-eval"  # the marker of a folder that `hire evaluate` wrote: only such a folder is written again
