@@ -717,11 +717,14 @@ def load(directory: Path) -> Experiment | Probe | Reconstruct | RankProbe | Comm
 def hire_against_last_layer(experiments: dict[str, Any]) -> list[dict[str, Any]]:
     """Every paired comparison of a HIRE row with a last-layer baseline in every experiment's tables (a cell shared
     by two experiments counted once, where it first appears): experiment, table, encoder, row label, task, the
-    two cells (``last``, ``hire``)."""
+    two cells (``last``, ``hire``), and the ``verdict``: the pair's (:attr:`Paired.verdict`), except while the
+    experiment is still running and HIRE has fewer seeds than the table's fullest row (``measuring``): then no
+    verdict yet, since an interval over two or three of five planned seeds would claim what the rest may undo."""
     found, seen = [], set()
     for name, exp in experiments.items():
         if not isinstance(exp, Experiment):
             continue
+        unfinished = exp.summary.get("with_records", 0) < exp.summary.get("cells", 0)
         encoders = ", ".join(sorted({str(r.get("encoder")) for r in exp.records.values()}))
         for table in exp.tables.values():
             for label, row in table.rows.items():
@@ -735,6 +738,10 @@ def hire_against_last_layer(experiments: dict[str, Any]) -> list[dict[str, Any]]
                     if hire.vs is None or key in seen:
                         continue
                     seen.add(key)
+                    planned = max(table.cell(other, task).n for other in table.rows)
+                    measuring = unfinished and hire.vs.n < planned
+                    verdict = f"{hire.vs.n} of {planned} seeds so far: no verdict yet" if measuring else hire.vs.verdict
                     found.append({"experiment": name, "table": table.name, "encoder": encoders, "row": label,
-                                  "task": task, "hire": hire, "last": last})
+                                  "task": task, "hire": hire, "last": last, "measuring": measuring,
+                                  "verdict": verdict})
     return found

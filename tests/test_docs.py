@@ -275,6 +275,35 @@ def test_a_finding_reads_its_numbers_from_the_records(tmp_path: Path) -> None:
     assert "+12.3 [" not in docs_pages.generate(ROOT)["docs/results/table1-minilm.md"]
 
 
+def test_a_comparison_still_being_measured_gets_no_verdict(tmp_path: Path) -> None:
+    """Does HIRE help?: while an experiment runs, a HIRE row with fewer seeds than its table's fullest row is
+    neither ahead nor behind, whatever its interval says; once the experiment is finished, the interval decides."""
+    copy = tmp_path / "repo"
+    shutil.copytree(ROOT / "experiments", copy / "experiments")
+    shutil.copytree(ROOT / "docs" / "findings", copy / "docs" / "findings")
+    shutil.copytree(ROOT / "benchmarks" / "results", copy / "benchmarks" / "results")
+    shutil.copy(ROOT / "README.md", copy / "README.md")
+    exp = copy / "experiments" / "wikiqa-minilm"
+    table = exp / "tables" / "rankers.json"
+    data = json.loads(table.read_text())
+    row = next(r for r in data["rows"] if r["label"] == "hire ranker=cross rank_loss=pairwise")
+    vs = row["tasks"]["wikiqa"]["vs_baseline"]
+    vs.update(n=2, seeds=[1, 2], differences=[1.0, 2.0], mean=1.5, median=1.5, ci95=[1.0, 2.0])
+    table.write_text(json.dumps(data))
+    summary = json.loads((exp / "summary.json").read_text())
+
+    def page(with_records: int) -> str:
+        (exp / "summary.json").write_text(json.dumps({**summary, "cells": 53, "with_records": with_records}))
+        return docs_pages.generate(copy)["docs/results/does-hire-help.md"]
+
+    running, finished = page(46), page(53)
+    line = "| hire ranker=cross rank_loss=pairwise | wikiqa | 2 |"
+    assert next(x for x in running.splitlines() if line in x).endswith("| 2 of 5 seeds so far: no verdict yet |")
+    assert next(x for x in finished.splitlines() if line in x).endswith("| ahead |")
+    assert "wikiqa in wikiqa-minilm" not in running and "wikiqa in wikiqa-minilm" in finished
+    assert "still being measured" in running and "still being measured" not in finished
+
+
 def test_runs_pair_with_the_baselines_record_of_the_same_other_options(tmp_path: Path) -> None:
     """Experiment.paired: each record meets the baseline's record with the same loss and seed, never another's;
     a record whose partner is not in yet is left out; differences are x100, the row minus its baseline."""
