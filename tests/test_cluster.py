@@ -25,10 +25,10 @@ from tiny import save_tiny_encoder
 
 from hire.cli import main
 from hire.experiments import cluster, loop
-from hire.experiments.cluster import CellJob, CellSpec, ClusterOptions, interruptible, submit_experiment
+from hire.experiments.cluster import CellJob, CellSpec, ClusterOptions, submit_experiment
 from hire.experiments.experiment import load_experiment
 from hire.experiments.jobs import job_file, job_states
-from hire.experiments.loop import run_experiment
+from hire.experiments.loop import interruptible, run_experiment
 from hire.experiments.records import records_dir, write_if_changed
 
 ROWS = [("the cat sat on the mat", "yes"), ("a dog ran in the park", "no"), ("birds fly over the sea", "yes"),

@@ -258,13 +258,18 @@ def test_generated_pages_are_what_the_records_make() -> None:
     assert not docs_pages.stale(ROOT, pages)
 
 
+def findings_copy(tmp_path: Path) -> Path:
+    """What scripts/docs_pages.py reads (records, tables, findings, benchmark reports, README), copied to change."""
+    copy = tmp_path / "repo"
+    for part in ("experiments", "docs/findings", "benchmarks/results"):
+        shutil.copytree(ROOT / part, copy / part)
+    shutil.copy(ROOT / "README.md", copy / "README.md")
+    return copy
+
+
 def test_a_finding_reads_its_numbers_from_the_records(tmp_path: Path) -> None:
     """Change a record's tables and the findings change with them: the prose holds no number typed by hand."""
-    copy = tmp_path / "repo"
-    shutil.copytree(ROOT / "experiments", copy / "experiments")
-    shutil.copytree(ROOT / "docs" / "findings", copy / "docs" / "findings")
-    shutil.copytree(ROOT / "benchmarks" / "results", copy / "benchmarks" / "results")
-    shutil.copy(ROOT / "README.md", copy / "README.md")
+    copy = findings_copy(tmp_path)
     table = copy / "experiments" / "table1-minilm" / "tables" / "table1.json"
     data = json.loads(table.read_text())
     hire = next(r for r in data["rows"] if r["label"] == "MiniLM+HIRE")
@@ -278,17 +283,15 @@ def test_a_finding_reads_its_numbers_from_the_records(tmp_path: Path) -> None:
 def test_a_comparison_still_being_measured_gets_no_verdict(tmp_path: Path) -> None:
     """Does HIRE help?: while an experiment runs, a HIRE row with fewer seeds than its table's fullest row is
     neither ahead nor behind, whatever its interval says; once the experiment is finished, the interval decides."""
-    copy = tmp_path / "repo"
-    shutil.copytree(ROOT / "experiments", copy / "experiments")
-    shutil.copytree(ROOT / "docs" / "findings", copy / "docs" / "findings")
-    shutil.copytree(ROOT / "benchmarks" / "results", copy / "benchmarks" / "results")
-    shutil.copy(ROOT / "README.md", copy / "README.md")
+    copy = findings_copy(tmp_path)
     exp = copy / "experiments" / "wikiqa-minilm"
     table = exp / "tables" / "rankers.json"
     data = json.loads(table.read_text())
     row = next(r for r in data["rows"] if r["label"] == "hire ranker=cross rank_loss=pairwise")
     vs = row["tasks"]["wikiqa"]["vs_baseline"]
     vs.update(n=2, seeds=[1, 2], differences=[1.0, 2.0], mean=1.5, median=1.5, ci95=[1.0, 2.0])
+    other = next(r for r in data["rows"] if r["label"] == "hire ranker=cross rank_loss=pointwise")
+    other["tasks"]["wikiqa"]["vs_baseline"].update(ci95=[-1.0, 1.0])  # neither ahead nor behind, whatever it scores
     table.write_text(json.dumps(data))
     summary = json.loads((exp / "summary.json").read_text())
 
@@ -410,11 +413,7 @@ def test_a_rank_probe_record_reads_as_the_study_reads_it(tmp_path: Path) -> None
 def test_the_ranking_pages_read_their_numbers_from_results_json(tmp_path: Path) -> None:
     """Change BM25's test MAP in the has-both record: the summary of the ranking page and the has-both page say
     the new number, and nothing else moves."""
-    copy = tmp_path / "repo"
-    shutil.copytree(ROOT / "experiments", copy / "experiments")
-    shutil.copytree(ROOT / "docs" / "findings", copy / "docs" / "findings")
-    shutil.copytree(ROOT / "benchmarks" / "results", copy / "benchmarks" / "results")
-    shutil.copy(ROOT / "README.md", copy / "README.md")
+    copy = findings_copy(tmp_path)
     path = copy / "experiments" / "rank-probe-minilm-has-both" / "results.json"
     record = json.loads(path.read_text())
     record["bm25"]["test"]["map"] = 0.12345

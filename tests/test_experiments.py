@@ -8,6 +8,7 @@ import gzip
 import json
 import math
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -341,6 +342,18 @@ def test_a_failing_cell_is_reported_and_the_runner_goes_on(tmp_path: Path, monke
     assert not list((tmp_path / "out" / "records").glob("*.json"))
     assert not list((tmp_path / "runs" / "fake").glob("RTE__*/*"))  # nothing written into a folder with no run
     assert "boom" in (tmp_path / "runs" / "fake" / "logs" / "RTE__last-layer__seed1.log").read_text()
+
+
+def test_a_cell_of_a_runner_started_in_the_background_still_stops_at_ctrl_c(tmp_path: Path) -> None:
+    """`hire experiment run ... &` (a script, nohup) inherits SIGINT ignored; its `hire train` gets Ctrl-C back,
+    so `kill -INT` stops a cell cleanly at a point it resumes from, as the cluster path's jobs do."""
+    child = "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        code = loop.stream([sys.executable, "-c", child], tmp_path / "cell.log", echo=False)
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert code == 0 and (tmp_path / "cell.log").read_text().splitlines()[-1] == "True"
 
 
 def test_time_budget_and_estimates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -48,6 +48,7 @@ from hire.experiments.loop import (
     _record_score,
     _skip,
     child_env,
+    interruptible,
     note_attempt,
     runner_lock,
     train_command,
@@ -144,13 +145,6 @@ class CellSpec:
     command: tuple[str, ...]
     cwd: Path  # where the command was made: relative paths in it (an encoder, data files) are read from there
     executor: str
-
-
-def interruptible() -> None:
-    """In a child before it starts: Ctrl-C back to its default. A process started in the background by a shell
-    without job control (`cmd &` in a script, nohup) inherits SIGINT ignored, and Python then never raises
-    KeyboardInterrupt, so `hire train` would not stop at the preemption's Ctrl-C."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class CellJob(Checkpointable):

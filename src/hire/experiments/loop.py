@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -91,6 +92,13 @@ def child_env() -> dict[str, str]:
             "TOKENIZERS_PARALLELISM": os.environ.get("TOKENIZERS_PARALLELISM", "false")}
 
 
+def interruptible() -> None:
+    """In a child before it starts: Ctrl-C back to its default. A process started in the background by a shell
+    without job control (`cmd &` in a script, nohup) inherits SIGINT ignored, and Python then never raises
+    KeyboardInterrupt, so `hire train` would not stop at a Ctrl-C (`kill -INT`, a cluster's preemption)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def stream(cmd: list[str], log: Path, echo: bool = True) -> int:
     """Run ``cmd``, its output going to ``log`` and (``echo``) to the terminal; returns its exit status."""
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -98,7 +106,8 @@ def stream(cmd: list[str], log: Path, echo: bool = True) -> int:
     terminal = getattr(sys.stdout, "buffer", None)
     with log.open("ab") as sink:
         sink.write(f"$ {shlex.join(cmd)}\n".encode())
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                                preexec_fn=interruptible)
         assert proc.stdout is not None
         try:
             while chunk := proc.stdout.read1(65536):
@@ -328,4 +337,5 @@ def _record_score(exp_dir: Path, cell_id: str) -> str:
     return "dev score " + ("n/a" if score is None else f"{100 * score:.2f}")
 
 
-__all__ = ["child_env", "cli_value", "note_attempt", "run_dir", "run_experiment", "stream", "train_command"]
+__all__ = ["child_env", "cli_value", "interruptible", "note_attempt", "run_dir", "run_experiment", "stream",
+           "train_command"]
