@@ -22,7 +22,8 @@ def machine_info() -> dict[str, Any]:
     """hire's own description of the machine (``hire.runs.machine``, as run records have it), dated."""
     m = machine()
     info = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "cpu": m["cpu"],
-            "cores": m["cpu_count"], "torch_threads": m["torch_threads"], "torch": m["torch"],
+            "cores": m["cpu_count"],
+            "fast_bf16_cpu": m["fast_bf16_cpu"], "torch_threads": m["torch_threads"], "torch": m["torch"],
             "transformers": m["transformers"], "python": m["python"]}
     if "gpu" in m:
         info["gpu"] = m["gpu"]

@@ -7,13 +7,15 @@ Sources, all committed: ``experiments/<name>/`` (what ``hire experiment report``
 rank-probe`` and ``hire reconstruct`` wrote: tables, figures, records, summary.json, results.json) and
 ``benchmarks/results/`` (the speed reports). The plain-words findings of each experiment are
 ``docs/findings/<name>.md``: prose with Jinja2 fields that read every number from those files
-(``scripts/docs_data.py``). A generated page is never edited by hand: edit the template or make new records, then
-run this again. tests/test_docs.py checks that running it changes nothing.
+(``scripts/docs_data.py``; ``benchmark("<name>")`` gives a speed report's results.json). A generated page is
+never edited by hand: edit the template or make new records, then run this again. tests/test_docs.py checks that
+running it changes nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
@@ -69,6 +71,7 @@ class Site:
                                       undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                                       trim_blocks=True, lstrip_blocks=True)
         self.env.globals["span"] = span
+        self.env.globals["benchmark"] = self.benchmark
         self.env.globals["comparisons"] = lambda: hire_against_last_layer({n: self.experiments[n]
                                                                            for n in self.order()})
 
@@ -83,6 +86,13 @@ class Site:
         except Exception as err:
             raise SystemExit(f"docs/findings/{name}.md: {type(err).__name__}: {err}") from err
         return meta, text.strip() + "\n"
+
+    def benchmark(self, name: str) -> Any:
+        """A speed report's ``benchmarks/results/<name>/results.json``, for a template to quote its figures."""
+        path = self.root / "benchmarks" / "results" / name / "results.json"
+        if not path.is_file():
+            raise KeyError(f"no speed report {name!r}: {path.relative_to(self.root)} is missing")
+        return json.loads(path.read_text())
 
     def experiment(self, name: str) -> Any:
         if name not in self.experiments:

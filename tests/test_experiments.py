@@ -379,7 +379,8 @@ def test_time_budget_and_estimates(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert Estimates.from_records(records, 5, device=fp32_epyc).seconds(cell) == 9000
     assert Estimates.from_records(records, 5, device=Device("EPYC", False)).seconds(cell) == 6500  # unknown: any
     assert Estimates.from_records(records, 5, device=Device("H100", True, "bf16")).seconds(cell) == 70
-    assert Estimates.from_records(records, 5, device=Device("M2", False, "no")).seconds(cell) == 5000  # the CPUs'
+    m2 = Estimates.from_records(records, 5, device=Device("M2", False, "no"))  # the CPUs' records in its fp32
+    assert m2.seconds(cell) == 7000 and m2.basis(cell) == "another device in its precision"
     assert Estimates.from_records(records, 5, device=Device("A100", True, "bf16")).seconds(cell) == 70  # the GPU's
     assert Estimates.from_records(records, 5, device=bf16_epyc).seconds(exp.cell("RTE__hire__seed1")) == 70
     cpu_only = tmp_path / "cpu-only"
@@ -387,7 +388,8 @@ def test_time_budget_and_estimates(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     (cpu_only / "r.json").write_text(record_text(task="RTE", head="hire", wall_seconds=3000, machine=epyc))
     on_a_gpu = Estimates.from_records(cpu_only, 5, device=Device("A100", True, "bf16"))
     assert on_a_gpu.seconds(exp.cell("RTE__hire__seed1")) == 300 and not on_a_gpu.known(exp.cell("RTE__hire__seed1"))
-    assert device_of({"cpu": "EPYC", "gpu": "H100"}) == ("H100", True, None) and device_of({}) is None
+    assert device_of({"cpu": "EPYC", "gpu": "H100"}) == ("H100", True, None, None) and device_of({}) is None
+    assert device_of({"cpu": "EPYC", "fast_bf16_cpu": False}) == ("EPYC", False, None, False)
     for path in records.glob("m*.json"):
         path.unlink()
     monkeypatch.setattr(loop, "train_command", lambda cell, run: fake_train(0))
@@ -395,6 +397,36 @@ def test_time_budget_and_estimates(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert run_experiment(exp, tmp_path / "runs", tmp_path / "out", time_budget=4, default_minutes=5,
                           say=said.append) == 0
     assert any(line.startswith("stopping before RTE__last-layer__seed1: it takes about 5 min") for line in said)
+
+
+def test_a_cpu_of_the_same_name_without_bf16_units_is_another_device(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """An "AMD EPYC" with bf16 units ran HIRE in bf16 in 61 minutes; one without runs `auto` in fp32 several times
+    slower, so its estimate is not those minutes: it comes from fp32 records on a CPU, and the runner says so."""
+    (tmp_path / "fake.yaml").write_text(FAKE)
+    exp = load_experiment(tmp_path / "fake.yaml")
+    records = tmp_path / "out" / "records"
+    records.mkdir(parents=True)
+    for i, (seconds, machine, precision) in enumerate([
+            (3660, {"cpu": "AMD EPYC", "fast_bf16_cpu": True}, "bf16"),
+            (21000, {"cpu": "Intel Xeon", "fast_bf16_cpu": False}, "no")]):
+        (records / f"r{i}.json").write_text(record_text(task="RTE", head="hire", wall_seconds=seconds,
+                                                        machine=machine, mixed_precision=precision))
+    cell = exp.cell("RTE__hire__seed1")
+    with_units, without = Device("AMD EPYC", False, "bf16", True), Device("AMD EPYC", False, "no", False)
+    here = Estimates.from_records(records, 5, device=with_units)
+    assert here.seconds(cell) == 3660 and here.basis(cell) == "this device in its precision"
+    there = Estimates.from_records(records, 5, device=without)
+    assert there.seconds(cell) == 21000 and there.basis(cell) == "another device in its precision"
+    unknown = Estimates.from_records(records, 5, device=Device("AMD EPYC", False, "no"))  # an older record's device
+    assert unknown.seconds(cell) == 3660 and unknown.basis(cell) == "this device in another precision"
+    assert not without.same(with_units) and without.same(Device("AMD EPYC", False)) and not without.same(None)
+    monkeypatch.setattr(loop, "this_device", lambda: without)
+    monkeypatch.setattr(loop, "train_command", lambda cell, run: fake_train(0))
+    said: list[str] = []
+    run_experiment(exp, tmp_path / "runs", tmp_path / "out", only={"cell": ["RTE__hire__seed1"]}, say=said.append)
+    assert any("RTE__hire__seed1: about 350 min, from records of another device in its precision" in line
+               for line in said), said
 
 
 def test_estimates_prefer_the_records_of_the_cells_own_setting(tmp_path: Path) -> None:

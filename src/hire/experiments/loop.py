@@ -46,6 +46,7 @@ from hire.experiments.records import (
 )
 from hire.experiments.spec import Cell, ExperimentError, default_options
 from hire.experiments.status import (
+    BASES,
     CellClaim,
     CellStatus,
     Estimates,
@@ -54,6 +55,9 @@ from hire.experiments.status import (
     folder_in_use,
     matches_only,
     this_device,
+)
+from hire.experiments.status import (
+    progress as run_progress,
 )
 
 
@@ -254,9 +258,10 @@ def run_experiment(exp: Experiment, runs_dir: Path, exp_dir: Path, *, max_runs: 
                 running[pool.submit(_train_and_record, exp, s, cmd, log, exp_dir, False, say, claim)] = s
             elif dry_run:
                 progress.planned_seconds += estimate
-                say(f"would run {s.cell.id} (about {estimate / 60:.0f} min): "
+                say(f"would run {s.cell.id} ({_about(estimates, s, estimate)}): "
                     f"{shlex.join(train_command(s.cell, s.run))}")
-            elif _run_one(exp, s, runs_dir, exp_dir, progress.started, todo, estimate, say, claim):
+            elif _run_one(exp, s, runs_dir, exp_dir, progress.started, todo, _about(estimates, s, estimate), say,
+                          claim):
                 progress.finished += 1
             else:
                 progress.failed.append(s.cell.id)
@@ -293,11 +298,21 @@ def _skip(exp: Experiment, s: CellStatus, exp_dir: Path, progress: Progress, dry
             f"{', '.join(s.differences)}); delete the folder to run the cell as the experiment file says")
 
 
+def _about(estimates: Estimates, s: CellStatus, seconds: float) -> str:
+    """"about 62 min", and where that comes from when it is not this device's records in the cell's precision (a
+    CPU without bf16 units can take several times what one with them took) nor a started cell's own pace."""
+    basis = BASES[0] if run_progress(s) is not None else estimates.basis(s.cell)
+    note = {BASES[0]: "", "records": "", BASES[-1]: ", no record yet: --default_minutes"}.get(
+        basis, f", from records of {basis}")
+    return f"about {seconds / 60:.0f} min{note}"
+
+
 def _run_one(exp: Experiment, s: CellStatus, runs_dir: Path, exp_dir: Path, number: int, total: int,
-             estimate: float, say: Callable[[str], None], claim: CellClaim | None = None) -> bool:
-    """Train one cell (resuming it if it started before) and write its record; True if it finished."""
+             about: str, say: Callable[[str], None], claim: CellClaim | None = None) -> bool:
+    """Train one cell (resuming it if it started before) and write its record; True if it finished. ``about``:
+    its time estimate, in words."""
     cmd, log = train_command(s.cell, s.run), _log(runs_dir, exp, s)
-    say(f"\n=== [{number}/{total}] {s.cell.id}{_resuming(s)}: about {estimate / 60:.0f} min\n$ {shlex.join(cmd)}")
+    say(f"\n=== [{number}/{total}] {s.cell.id}{_resuming(s)}: {about}\n$ {shlex.join(cmd)}")
     return _train_and_record(exp, s, cmd, log, exp_dir, True, say, claim)
 
 

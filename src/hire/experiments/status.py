@@ -18,7 +18,10 @@
 
 A cell's time is estimated from finished records of the same task and head (their median wall time,
 else their training time): those made on this machine's device in the cell's precision where there are some,
-else on this device, else on a device of the same kind (CPU or GPU); else a default. A started cell's time
+else on this device, else on a device of the same kind (CPU or GPU) in the cell's precision, else on one of
+those; else a default. Two CPUs are one device where they have the same name and do not differ in bf16 units
+(an "AMD EPYC" with them runs HIRE several times faster than one without); the runner says where an estimate
+came from when it is not this device in the cell's precision. A started cell's time
 left is its own pace so far (training seconds per step, evaluations included, from its ``state.json``) times
 the steps it has left: up to the median length of the finished records of its task and head (any device:
 steps do not depend on it) where it has not passed that, else up to its step limit; and never less than early
@@ -185,32 +188,50 @@ def matches_only(cell: Cell, only: dict[str, list[Any]] | None) -> bool:
 
 
 class Device(NamedTuple):
-    """Where a run trained: its GPU's name, else its processor's; whether that is a GPU; and what a precision
-    setting of ``auto`` resolves to there (None: unknown)."""
+    """Where a run trained: its GPU's name, else its processor's; whether that is a GPU; what a precision setting
+    of ``auto`` resolves to there (None: unknown); and, for a CPU, whether it has bf16 matrix units (None: unknown).
+
+    Processors of one name differ: an "AMD EPYC" with bf16 units runs HIRE several times faster than one without
+    (``benchmarks/results/cpu-2core-avx2``), so two CPUs are the same device only where they do not differ in that.
+    """
 
     name: str
     gpu: bool
     auto: str | None = None
+    bf16_units: bool | None = None
 
     def precision(self, setting: str) -> str | None:
         return self.auto if setting == "auto" else setting
+
+    def same(self, other: Device | None) -> bool:
+        """Whether ``other`` is this device: the same name, and not known to differ in bf16 units."""
+        return (other is not None and other.name == self.name
+                and (None in (other.bf16_units, self.bf16_units) or other.bf16_units == self.bf16_units))
 
 
 def device_of(machine: dict[str, Any] | None) -> Device | None:
     """The device a record's run trained on (None where the record does not say)."""
     if not machine or not (machine.get("gpu") or machine.get("cpu")):
         return None
-    return Device(machine.get("gpu") or machine["cpu"], bool(machine.get("gpu")))
+    gpu = bool(machine.get("gpu"))
+    units = None if gpu or machine.get("fast_bf16_cpu") is None else bool(machine["fast_bf16_cpu"])
+    return Device(machine.get("gpu") or machine["cpu"], gpu, None, units)
+
+
+#: Where a cell's time estimate comes from, best first (:meth:`Estimates.basis`).
+BASES = ("this device in its precision", "this device in another precision", "another device in its precision",
+         "another device in another precision", "no record")
 
 
 @dataclass
 class Estimates:
     """Seconds per cell by (task, head), from finished records: the median over the records made on ``device``
-    (this machine) in the precision the cell resolves to here, else on this device in any precision, else on a
-    device of the same kind or one the record does not name (a GPU's minutes are a CPU's hours), else
-    ``default``. Without a ``device``, the median over all records. Where records of the cell's own setting (every
-    option the record names, but the seed: a pairwise loss, a frozen encoder) are there, only they count, in the
-    same order; the steps of a started cell likewise."""
+    (this machine, :meth:`Device.same`) in the precision the cell resolves to here, else on this device in any
+    precision, else on a device of the same kind or one the record does not name (a GPU's minutes are a CPU's hours)
+    in the cell's precision, else on one of those in any precision, else ``default`` (:data:`BASES` names these;
+    :meth:`basis` says which one a cell's estimate comes from). Without a ``device``, the median over all records.
+    Where records of the cell's own setting (every option the record names, but the seed: a pairwise loss, a frozen
+    encoder) are there, only they count, in the same order; the steps of a started cell likewise."""
 
     by_group: dict[tuple[str, str], list[tuple[Device | None, str | None, float]]]
     default: float
@@ -250,11 +271,16 @@ class Estimates:
 
     def known(self, cell: Cell) -> bool:
         """Whether the estimate for ``cell`` comes from records (not the default)."""
-        return self._seconds(cell) is not None
+        return self._found(cell) is not None
 
     def seconds(self, cell: Cell) -> float:
-        found = self._seconds(cell)
-        return self.default if found is None else found
+        found = self._found(cell)
+        return self.default if found is None else found[0]
+
+    def basis(self, cell: Cell) -> str:
+        """Where :meth:`seconds` of ``cell`` comes from: one of :data:`BASES` ("records" where no device is known)."""
+        found = self._found(cell)
+        return BASES[-1] if found is None else "records" if self.device is None else BASES[found[1]]
 
     def seconds_left(self, status: CellStatus) -> float:
         """What ``status``'s cell has left to train: for a started (or running) cell whose folder says how far
@@ -274,24 +300,23 @@ class Estimates:
         end = min(end, got.limit or end)
         return got.seconds / got.step * max(end - got.step, 0)
 
-    def _seconds(self, cell: Cell) -> float | None:
+    def _found(self, cell: Cell) -> tuple[float, int] | None:
+        """(seconds, the index in :data:`BASES` of where they come from) of ``cell``, or None: no record."""
         own = [(d, p, t) for d, p, t, _ in self._same_setting(cell) if t]
-        if own:
-            found = self._median(own, cell)
-            if found is not None:
-                return found
-        return self._median(self.by_group.get((cell.task, cell.head), []), cell)
+        return self._median(own, cell) or self._median(self.by_group.get((cell.task, cell.head), []), cell)
 
-    def _median(self, values: list[tuple[Device | None, str | None, float]], cell: Cell) -> float | None:
+    def _median(self, values: list[tuple[Device | None, str | None, float]], cell: Cell) -> tuple[float, int] | None:
         here = self.device
         if here is None:
-            candidates = [[t for _, _, t in values]]
+            tiers = [[t for _, _, t in values]]
         else:
             precision = here.precision(str(cell.options.get(PRECISION, "auto")))
-            candidates = [[t for d, p, t in values if d is not None and d.name == here.name and p == precision],
-                          [t for d, _, t in values if d is not None and d.name == here.name],
-                          [t for d, _, t in values if d is None or d.gpu == here.gpu]]
-        return next((statistics.median(times) for times in candidates if times), None)
+            kind = [(d, p, t) for d, p, t in values if d is None or d.gpu == here.gpu]
+            tiers = [[t for d, p, t in values if here.same(d) and p == precision],
+                     [t for d, _, t in values if here.same(d)],
+                     [t for _, p, t in kind if p == precision],
+                     [t for *_, t in kind]]
+        return next(((statistics.median(times), i) for i, times in enumerate(tiers) if times), None)
 
 
 class RunProgress(NamedTuple):
