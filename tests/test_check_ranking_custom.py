@@ -23,7 +23,9 @@ PLACES = ["paris", "rome", "lima", "oslo", "cairo", "delhi", "tokyo", "quito"]
 
 def qnli_file(path: Path, questions: int, seed: int = 0) -> Path:
     """QNLI's layout: each question with one to three sentences, all with the question's words, the one that
-    names its place labelled entailment (so no system ranks every question right)."""
+    names its place labelled entailment; every third question also has a wrong sentence that is the question's words
+    alone, shorter than the right one, which BM25 (its length normalisation) therefore ranks first. So BM25 ranks
+    some test questions wrong on any machine, whatever the trained systems learn."""
     rng = random.Random(seed)
     with path.open("w") as f:
         f.write("index\tquestion\tsentence\tlabel\n")
@@ -34,6 +36,8 @@ def qnli_file(path: Path, questions: int, seed: int = 0) -> Path:
             sentences = [(f"the {thing} number {q} stands in {place} .", "entailment")]
             sentences += [(f"the {thing} number {q} was built long ago by {rng.choice(PLACES)} people .",
                            "not_entailment") for _ in range(rng.choice([0, 1, 2]))]  # the same words as the question
+            if q % 3 == 0:
+                sentences.append((f"the {thing} number {q} .", "not_entailment"))
             rng.shuffle(sentences)
             for sentence, label in sentences:
                 f.write(f"{row}\t{question}\t{sentence}\t{label}\n")
@@ -59,7 +63,8 @@ def test_bm25_frozen_grid_and_cross_encoder_agree_with_pytrec_eval_from_their_ru
     assert {s: c["questions"] for s, c in result["splits"].items()} == {"train": 63, "dev": 13, "test": 14}
     for system in result["systems"]:
         assert system["agree"] and system["pytrec_eval"]["questions"] == 14  # every test question has a positive
-    assert any(s["pytrec_eval"]["map"] < 1 for s in result["systems"])  # agreement on imperfect rankings
+    maps = {s["system"]: s["pytrec_eval"]["map"] for s in result["systems"]}
+    assert maps["BM25"] < 1, maps  # agreement on an imperfect ranking, not only on perfect ones
     lines = (work / "data" / "test.tsv").read_text().splitlines()
     assert lines[0] == "qid\tquestion\tpid\tpassage\tlabel" and lines[1].startswith("te0\twhere is the ")
     assert "**Passed.**" in (out / "report.md").read_text()
