@@ -170,9 +170,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--heads: unknown head {', '.join(unknown) or '(none given)'}; "
                      f"choose from {', '.join(head_names())}")
     heads = list(dict.fromkeys(["last-layer", *heads]))  # the last layer is every ratio's baseline
-    began = time.perf_counter()
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        parser.error(f"--out: {out} is a file, not a folder")
+    began = time.perf_counter()
     scratch = tempfile.TemporaryDirectory()  # the tiny encoder's folder, never among the results
     encoder = tiny_encoder(Path(scratch.name)) if args.tiny else args.encoder
     data = "synthetic (WikiQA's shape)"
@@ -181,13 +182,19 @@ def main(argv: list[str] | None = None) -> int:
         try:
             examples = read_wikiqa(args.data_dir, "dev", keep="all").examples
             data = "WikiQA dev"
-        except (OSError, ValueError):
+        except (OSError, ValueError) as err:
+            if args.data_dir is not None:  # asked for: a made-up set in its place would mislead
+                parser.error(f"--data_dir: {err}")
             examples = None
     if examples is None:
         examples = synthetic(args.questions)
     kept = list(dict.fromkeys(ex.qid for ex in examples))[: args.questions]
     examples = [ex for ex in examples if ex.qid in set(kept)]
-    tokenizer = load_tokenizer(encoder)
+    try:
+        tokenizer = load_tokenizer(encoder)
+    except (OSError, ValueError) as err:
+        parser.error(f"--encoder: {err}")
+    out.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"machine": machine_info(), "encoder": "tiny random BERT" if args.tiny else encoder,
                                "data": data, "questions": len(kept), "candidates": len(examples),
                                "batch_size": args.batch_size, "max_length": args.max_length,

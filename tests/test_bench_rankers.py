@@ -83,3 +83,17 @@ def test_bad_options_are_one_line_and_exit_status_2(argv: list[str], message: st
         bench.main([*argv, "--out", str(tmp_path / "out")])
     assert stop.value.code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()  # nothing written
+
+
+def test_an_out_that_is_a_file_a_missing_encoder_or_data_folder_are_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("kept")
+    for argv, message in ((["--tiny", "--out", str(afile)], f"--out: {afile} is a file, not a folder"),
+                          (["--encoder", str(tmp_path / "none"), "--out", str(tmp_path / "o")], "--encoder: "),
+                          (["--tiny", "--data_dir", str(tmp_path / "none"), "--out", str(tmp_path / "o")],
+                           "--data_dir: ")):
+        with pytest.raises(SystemExit) as stop:
+            bench.main(argv)
+        assert stop.value.code == 2 and message in capsys.readouterr().err
+    assert afile.read_text() == "kept" and not (tmp_path / "o").exists()
