@@ -72,6 +72,7 @@ class Site:
                                       trim_blocks=True, lstrip_blocks=True)
         self.env.globals["span"] = span
         self.env.globals["benchmark"] = self.benchmark
+        self.env.globals["hire_ranker"] = self.hire_ranker
         self.env.globals["comparisons"] = lambda: hire_against_last_layer({n: self.experiments[n]
                                                                            for n in self.order()})
 
@@ -93,6 +94,28 @@ class Site:
         if not path.is_file():
             raise KeyError(f"no speed report {name!r}: {path.relative_to(self.root)} is missing")
         return json.loads(path.read_text())
+
+    def hire_ranker(self, name: str = "wikiqa-minilm") -> dict[str, Any]:
+        """HIRE against the last layer as a cross-encoder's head, per loss, and the verdict the pages state.
+
+        The rule, in one place for every page that states it: with 5 seeds for both losses, *yes* where HIRE is
+        ahead on dev MAP in at least 4 of 5 with both, *no* where it is behind in at least 4 of 5 with both, else
+        *not clearly*; before that, no verdict.
+        """
+        rows = [(loss, self.experiment(name).paired({"model.head": "last-layer"}, head="hire", model__ranker="cross",
+                                                    train__rank_loss=loss))
+                for loss in ("pointwise", "pairwise")]
+        done = [pr for _, pr in rows if pr.n >= 5]
+        if len(done) < len(rows):
+            verdict = "not settled yet"
+        elif all(pr.ahead("dev") >= 4 for pr in done):
+            verdict = "yes"
+        elif all(pr.behind("dev") >= 4 for pr in done):
+            verdict = "no"
+        else:
+            verdict = "not clearly"
+        return {"rows": rows, "measured": [(loss, pr) for loss, pr in rows if pr.n], "settled": len(done) == len(rows),
+                "verdict": verdict}
 
     def experiment(self, name: str) -> Any:
         if name not in self.experiments:
