@@ -320,6 +320,12 @@ class Probe:
         """``18.43 (2, mean)``: the best single hidden state and its pooling."""
         return self._row(task, encoder)["best single state"]
 
+    def oracle(self, task: str, encoder: str) -> str:
+        """The single state that the headline split alone would pick (an oracle, never a result), where it differs
+        from the dev choice; else the dev choice."""
+        value = self._row(task, encoder)["test-best single state (oracle)"]
+        return self.best(task, encoder) if value == "-" else value
+
     def concat(self, task: str, encoder: str) -> str:
         return self._row(task, encoder)["best concatenation"]
 
@@ -328,17 +334,21 @@ class Probe:
         return int(self.best(task, encoder).split("(")[1].split(",")[0])
 
     def curve(self, task: str, encoder: str) -> list[float]:
-        """Each single hidden state's score (its best pooling), from ``<task>/table-<encoder>.csv``."""
-        path = self.dir / task / f"table-{encoder}.csv"
-        if not path.is_file():
-            raise KeyError(f"{self.name}: no table of {encoder} on {task}")
-        rows = [r for r in csv.DictReader(path.open()) if r["hidden state"].isdigit()]
-        return [max(float(v) for k, v in r.items() if k not in ("hidden state", "best") and v) for r in rows]
+        """Each single hidden state's headline score (x 100) under the pooling chosen for it on dev (on the scored
+        split where the task has no other: :func:`hire.probing.tables.state_curve`)."""
+        from hire.probing.tables import state_curve
+
+        record = self.results["tasks"].get(task, {}).get("results", {}).get(encoder)
+        if record is None:
+            raise KeyError(f"{self.name}: no probe of {encoder} on {task}")
+        return [100 * score for score, _ in state_curve(self.results["tasks"][task], record)]
 
     def near(self, task: str, encoder: str, points: float = 1.0) -> list[int]:
-        """The single hidden states within ``points`` of the best one (scores x 100)."""
+        """The single hidden states that score within ``points`` of the state chosen on dev, or above it (scores x
+        100 on the headline split): the chosen state is always among them."""
         scores = self.curve(task, encoder)
-        return [i for i, s in enumerate(scores) if s >= max(scores) - points - 1e-9]
+        chosen = scores[self.state(task, encoder)]
+        return [i for i, s in enumerate(scores) if s >= chosen - points - 1e-9]
 
     def score(self, text: str) -> Num:
         """The number of a ``which`` entry: ``8.56 (max)`` -> 8.56."""
@@ -621,23 +631,26 @@ class CommandReport:
         return (self.dir / "report.md").read_text()
 
     def token_best(self, task: str, encoder: str) -> str:
-        """probe-tokens: ``93.1 (layer 3)``, the best layer's test accuracy x 100 of ``encoder`` on ``task``."""
-        scores = self._token_scores(task, encoder)
-        layer = max(range(len(scores)), key=lambda i: scores[i])
-        return f"{100 * scores[layer]:.1f} (layer {layer})"
+        """probe-tokens: ``93.1 (layer 3)``, the test accuracy x 100 of ``encoder``'s layer chosen on dev accuracy
+        on ``task`` (:func:`hire.probing.tokens.summarise`)."""
+        s = self._token_summary(task, encoder)
+        return f"{100 * s['best']:.1f} (layer {s['best_layer']})"
 
     def token_last(self, task: str, encoder: str) -> str:
-        return f"{100 * self._token_scores(task, encoder)[-1]:.1f}"
-
-    def _token_scores(self, task: str, encoder: str, part: str = "task") -> list[float]:
         cell = self.data["tasks"][task]["results"][encoder]
-        return [layer[part]["test"]["accuracy"] for layer in cell["layers"]]
+        return f"{100 * cell['layers'][-1]['task']['test']['accuracy']:.1f}"
+
+    def _token_summary(self, task: str, encoder: str) -> dict[str, Any]:
+        from hire.probing.tokens import summarise
+
+        return summarise(self.data["tasks"][task]["results"][encoder]["layers"])
 
     def token_selectivity(self, task: str, encoder: str) -> str:
-        """probe-tokens: the best layer's selectivity (task minus control-task test accuracy) x 100."""
-        scores = self._token_scores(task, encoder)
-        layer = max(range(len(scores)), key=lambda i: scores[i])
-        return f"{100 * (scores[layer] - self._token_scores(task, encoder, 'control')[layer]):.1f}"
+        """probe-tokens: the selectivity (task minus control-task test accuracy) x 100 of the layer chosen on dev
+        accuracy (the layer ``token_best`` names)."""
+        cell = self.data["tasks"][task]["results"][encoder]
+        layer = cell["layers"][self._token_summary(task, encoder)["best_layer"]]
+        return f"{100 * (layer['task']['test']['accuracy'] - layer['control']['test']['accuracy']):.1f}"
 
     def token_words(self, task: str, split: str = "train") -> str:
         """probe-tokens: the number of words of ``task``'s ``split``, with thousands separators."""

@@ -31,12 +31,14 @@ tags would name classes that mean nothing there (and selectivity reads accuracy 
   from its configuration with ``from_config`` under a fixed seed, and its real tokenizer): what a probe learns
   from token identity alone.
 
-**Which layer knows what.** Per task and encoder, on the test split: the best layer and the expected layer
+**Which layer knows what.** Per task and encoder: the best layer, **chosen on dev** (the layer with the highest dev
+accuracy; its test accuracy is the reported score, and the layer that test alone would pick is shown beside it only
+as a labelled oracle), the most selective layer (chosen on dev selectivity the same way), and the expected layer
 under the differential scores (edge probing, Tenney et al. 2019), ``E[l] = sum_l l * D_l / sum_l D_l`` with
-``D_l = s_l - s_{l-1}`` for ``l = 1 .. L`` (undefined where ``sum_l D_l = s_L - s_0 <= 0``: no layer adds
-anything). Tenney et al. take ``s_l`` from cumulative scalar mixes of layers ``0 .. l``; here ``s_l`` is the
-probe of layer ``l`` alone, so the expected layer is also given over the running best ``max(s_0 .. s_l)``
-(:func:`expected_layer` with ``cumulative=True``), which stays within ``1 .. L`` where scores fall after a peak.
+``D_l = s_l - s_{l-1}`` for ``l = 1 .. L``. Tenney et al. take ``s_l`` from cumulative scalar mixes of layers
+``0 .. l``, whose scores never fall; here each layer is probed alone, so ``s_l`` is the running best
+``max(s_0 .. s_l)`` of those probes (every ``D_l >= 0``): the expected layer always lies within ``0 .. L``, and is
+0 where no layer improves on the embeddings. It describes the test curve and chooses nothing.
 
 ``results.json`` holds every cell; :func:`write_report` draws ``report.md`` and ``figures/layers.png`` from it
 alone (byte-identical when redrawn).
@@ -59,8 +61,9 @@ from hire.data.examples import DataError, TokenExample
 from hire.featurebased.encoding import WordEncoding
 from hire.figures import new_axes, pct, save_png
 from hire.options import choose_names
-from hire.probing.cli import check_encoders, check_results_dir
+from hire.probing.cli import check_encoders, check_results_dir, results_of
 from hire.probing.tables import LINE_STYLES, task_records
+from hire.runs import mark_output_folder
 
 RESULTS_VERSION = 1
 SPLITS = ("train", "dev", "test")
@@ -218,21 +221,31 @@ def selectivity(task: dict[str, float], control: dict[str, float]) -> float:
     return task["accuracy"] - control["accuracy"]
 
 
-def expected_layer(scores: Sequence[float], cumulative: bool = False) -> float | None:
-    """``sum_l l * D_l / sum_l D_l`` with ``D_l = s_l - s_{l-1}`` (``l = 1 .. L``, ``scores[l] = s_l``); None when
-    the differences sum to at most 0 (no layer improves on the embeddings), where the mean is undefined.
-
-    ``cumulative``: ``s_l`` is first replaced by ``max(s_0 .. s_l)``, the best score of the layers up to ``l``
-    (closer to Tenney et al.'s cumulative mixes: every ``D_l >= 0``, so the mean lies in ``1 .. L``); with raw
-    scores a curve that falls after a peak makes ``sum_l D_l = s_L - s_0`` small and the mean leaves ``0 .. L``."""
-    s = np.asarray(scores, dtype=np.float64)
-    if cumulative:
-        s = np.maximum.accumulate(s)
+def expected_layer(scores: Sequence[float]) -> float:
+    """``sum_l l * D_l / sum_l D_l`` with ``D_l = s_l - s_{l-1}`` (``l = 1 .. L``) over the running best
+    ``s_l = max(scores[0] .. scores[l])``, as Tenney et al.'s cumulative mixes give: every ``D_l >= 0``, so the
+    mean lies within ``1 .. L``; 0 where no layer improves on the embeddings (or there is no layer beyond them).
+    (Over the raw per-layer scores, a curve that falls after its peak makes ``sum_l D_l = s_L - s_0`` small or
+    negative, and the mean leaves ``0 .. L`` or is undefined: hence the running best.)"""
+    s = np.maximum.accumulate(np.asarray(scores, dtype=np.float64))
     delta = np.diff(s)
     total = float(delta.sum())
     if len(s) < 2 or total <= 1e-12:
-        return None
+        return 0.0
     return float((np.arange(1, len(s)) * delta).sum() / total)
+
+
+def summarise(layers: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A cell's summary from its layers: the layer chosen on dev accuracy and its test accuracy, the test-best layer
+    (an oracle, not a result), the expected layer of the test curve, the layer chosen on dev selectivity and its test
+    selectivity. The first layer wins ties."""
+    dev = [cell["task"]["dev"]["accuracy"] for cell in layers]
+    test = [cell["task"][HEADLINE]["accuracy"] for cell in layers]
+    chosen, oracle = int(np.argmax(dev)), int(np.argmax(test))
+    selective = int(np.argmax([cell["selectivity"]["dev"] for cell in layers]))
+    return {"best_layer": chosen, "best": test[chosen], "best_dev": dev[chosen],
+            "oracle_layer": oracle, "oracle": test[oracle], "expected_layer": expected_layer(test),
+            "best_selectivity_layer": selective, "best_selectivity": layers[selective]["selectivity"][HEADLINE]}
 
 
 def accuracy_only(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
@@ -405,7 +418,8 @@ def prepare(run: TokenProbeRun) -> tuple[dict[str, Any], dict[str, dict[str, Wor
         raise ConfigError(f"--subword {run.subword}: expected first, last or mean")
     if not run.fit.c_grid or any(c <= 0 for c in run.fit.c_grid):
         raise ConfigError("--c_grid: expected positive numbers separated by commas")
-    check_results_dir(run.output_dir)
+    check_results_dir(run.output_dir, command="probe-tokens", writes=("results.json", "report.md", "figures"),
+                      own=results_of("probe-tokens", "command", "probe-tokens"))
     if run.cache_dir is not None:
         check_results_dir(run.cache_dir, "--cache_dir")
     config = run.config()
@@ -472,6 +486,7 @@ def run_token_probes(run: TokenProbeRun, log: Callable[[str], None] = print) -> 
             entry = results["tasks"].setdefault(name, meta)
             entry["results"][spec] = cell
             results["machine"] = {**machine(), "device": run.fit.device, "fit_threads": torch.get_num_threads()}
+            mark_output_folder(out, "probe-tokens")
             _write_json(out / "results.json", results)
     write_report(results, out)
     return results
@@ -498,11 +513,7 @@ def probe_task(task: TokenTask, splits: dict[str, WordSplit], features: dict[str
     for t, c in zip(fitted["task"], fitted["control"], strict=True):
         layers.append({"layer": t["layer"], "task": t, "control": c,
                        "selectivity": {s: selectivity(t[s], c[s]) for s in EVAL_SPLITS}})
-    headline = [cell["task"][HEADLINE]["accuracy"] for cell in layers]
-    summary = {"best_layer": int(np.argmax(headline)), "best": max(headline),
-               "expected_layer": expected_layer(headline), "expected_layer_cumulative": expected_layer(headline, True),
-               "best_selectivity_layer": int(np.argmax([cell["selectivity"][HEADLINE] for cell in layers]))}
-    cell = {"layers": layers, "summary": summary, "num_hidden_states": len(layers),
+    cell = {"layers": layers, "summary": summarise(layers), "num_hidden_states": len(layers),
             "seconds": {"encode": round(sum(features[s].encode_seconds for s in SPLITS), 3),
                         "fit": round(time.perf_counter() - start, 3)},
             "cached": {s: bool(features[s].cached) for s in SPLITS}}
@@ -519,8 +530,9 @@ def probe_task(task: TokenTask, splits: dict[str, WordSplit], features: dict[str
 
 # --- report -----------------------------------------------------------------------------------------------------
 
-def _layer(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
+def _oracle(s: dict[str, Any]) -> str:
+    """The test-best layer where it is not the dev choice (an oracle: never the reported result), else ``-``."""
+    return "-" if s["oracle_layer"] == s["best_layer"] else f"{s['oracle_layer']} ({pct(s['oracle'])})"
 
 
 def task_section(name: str, task: dict[str, Any], labels: list[str]) -> list[str]:
@@ -553,26 +565,27 @@ def task_section(name: str, task: dict[str, Any], labels: list[str]) -> list[str
             if ner:
                 row += [pct(t["dev"]["macro_f1"]), pct(t["test"]["macro_f1"])]
             rows.append([*row, f"{t['C']:g}", f"{k['C']:g}"])
-        s = cell["summary"]
+        s = summarise(cell["layers"])
+        oracle = "" if s["oracle_layer"] == s["best_layer"] else (
+            f" (oracle, not a result: test alone would pick layer {s['oracle_layer']}, {pct(s['oracle'])})")
         parts += [f"### {label}", "", *markdown_table(header, rows, align="r"), "",
-                  f"Best layer {s['best_layer']} ({pct(s['best'])} test accuracy); expected layer "
-                  f"{_layer(s['expected_layer'])} (running best {_layer(s['expected_layer_cumulative'])}); most "
-                  f"selective layer {s['best_selectivity_layer']}.", ""]
+                  f"Chosen on dev: layer {s['best_layer']} (dev {pct(s['best_dev'])}), test accuracy "
+                  f"{pct(s['best'])}{oracle}; expected layer {s['expected_layer']:.2f}; most selective layer "
+                  f"(chosen on dev) {s['best_selectivity_layer']}.", ""]
     return parts
 
 
 def summary_rows(results: dict[str, Any], labels: list[str]) -> list[list[str]]:
-    """Per task and encoder: the majority, layer 0, the last layer, the best layer and score, the expected
-    layer, the best selectivity (test)."""
+    """Per task and encoder (test scores): the majority, layer 0, the last layer, the layer chosen on dev and its
+    score, the test-best layer where it differs (an oracle), the expected layer, the most selective layer (chosen on
+    dev) and its selectivity."""
     rows = []
     for name, task, label, cell in task_records(results, labels):
         acc = [c["task"][HEADLINE]["accuracy"] for c in cell["layers"]]
-        sel = [c["selectivity"][HEADLINE] for c in cell["layers"]]
-        s = cell["summary"]
+        s = summarise(cell["layers"])
         rows.append([name, label, pct(task["majority"][HEADLINE]["accuracy"]), pct(acc[0]), pct(acc[-1]),
-                     f"{s['best_layer']} ({pct(s['best'])})", _layer(s["expected_layer"]),
-                     _layer(s["expected_layer_cumulative"]),
-                     f"{s['best_selectivity_layer']} ({pct(sel[s['best_selectivity_layer']])})"])
+                     f"{s['best_layer']} ({pct(s['best'])})", _oracle(s), f"{s['expected_layer']:.2f}",
+                     f"{s['best_selectivity_layer']} ({pct(s['best_selectivity'])})"])
     return rows
 
 
@@ -615,14 +628,16 @@ def write_report(results: dict[str, Any], out: str | Path) -> str:
              f"mapped to a random tag drawn from the training tag distribution (seed {cfg['seed']}); selectivity = "
              "task accuracy - control accuracy. NER's macro F1 is per token, over the tags other than O.", "",
              *[f"- {e['label']}: {e['kind']} (key {e['key'][:12]})" for e in results["encoders"]], ""]
-    header = ["task", "encoder", "majority", "layer 0", "last layer", "best layer", "expected layer",
-              "expected (running best)", "most selective layer"]
+    header = ["task", "encoder", "majority", "layer 0", "last layer", "best layer (chosen on dev)",
+              "test-best layer (oracle)", "expected layer", "most selective layer (chosen on dev)"]
     parts += ["## Which layer knows what", "",
-              "Test accuracy x 100. Expected layer: sum_l l * D_l / sum_l D_l with D_l = s_l - s_(l-1), s_l the "
-              "test accuracy of the probe of layer l (Tenney et al. 2019's differential scores; - where no layer "
-              "improves on the embeddings; where the scores fall after a peak, s_L - s_0 is small and this mean can "
-              "leave 0..L). Running best: the same with s_l replaced by max(s_0..s_l), always within 1..L. Most "
-              "selective layer: the highest selectivity (task - control accuracy), in brackets.", "",
+              "Test accuracy x 100. Best layer: the layer with the highest dev accuracy, and its test accuracy; the "
+              "test-best layer is shown only where test alone would pick another (an oracle, not a result). "
+              "Expected layer: sum_l l * D_l / sum_l D_l with D_l = s_l - s_(l-1) and s_l the running best "
+              "max(s_0..s_l) of the test accuracies of the per-layer probes (Tenney et al. 2019's differential "
+              "scores over cumulative mixes): always within 0..L, 0 where no layer improves on the embeddings. Most "
+              "selective layer: the highest dev selectivity (task - control accuracy), its test selectivity in "
+              "brackets.", "",
               *markdown_table(header, summary_rows(results, labels), align="llr"), "",
               "![accuracy by hidden state, every task](figures/layers.png)", ""]
     for name, task in results["tasks"].items():
@@ -652,5 +667,5 @@ def redraw(output_dir: str | Path) -> str:
 
 __all__ = ["TASKS", "FitSettings", "TokenProbeRun", "TokenTask", "WordSplit", "accuracy_only", "check_encoder_specs",
            "control_label", "control_labels", "expected_layer", "label_ids", "load_conll2003", "load_ud", "majority",
-           "parse_tasks", "probe_layers", "probe_task", "read_results", "redraw", "run_token_probes", "selectivity",
+           "parse_tasks", "probe_layers", "probe_task", "read_results", "redraw", "run_token_probes", "selectivity", "summarise",
            "token_metrics", "write_report"]
