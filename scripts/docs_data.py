@@ -320,6 +320,26 @@ class Probe:
         """``18.43 (2, mean)``: the best single hidden state and its pooling."""
         return self._row(task, encoder)["best single state"]
 
+    def dev_choice(self) -> dict[str, Any]:
+        """How the dev choice differs from the test maximum over this probe's (task, encoder) tables with a held-out
+        test split: ``tables``, ``moved`` (tables where the two cells differ), the ``median`` and ``max`` test points
+        between them (0 where none moved)."""
+        from hire.probing import tables
+
+        gaps, count = [], 0
+        for task in self.results["tasks"].values():
+            if not tables.held_out(task):
+                continue
+            for record in task["results"].values():
+                count += 1
+                test, dev = tables.grid(record, task["headline"]), tables.grid(record, tables.selection_split(task))
+                (r, p), (o, q) = tables.choose(dev), tables.choose(test)
+                if (r, p) != (o, q):
+                    gaps.append(100 * (test[o][q] - test[r][p]))
+        gaps.sort()
+        return {"tables": count, "moved": len(gaps), "median": _one(gaps[len(gaps) // 2]) if gaps else "0",
+                "max": _one(gaps[-1]) if gaps else "0"}
+
     def oracle(self, task: str, encoder: str) -> str:
         """The single state that the headline split alone would pick (an oracle, never a result), where it differs
         from the dev choice; else the dev choice."""

@@ -126,14 +126,15 @@ def load_ud(treebank: str | Path | None, deprel: str = "universal", max_sentence
             ) -> dict[str, WordSplit]:
     """A CoNLL-U treebank's train/dev/test as :class:`WordSplit` (columns ``upos`` and ``deprel``), every file
     read and checked (DataError naming file and line); ``max_sentences[split]`` keeps the first N sentences."""
-    from hire.data.conllu import default_ud_dir, find_treebank, read_conllu
+    from hire.data.conllu import default_ud_dir, find_treebank
 
     if deprel not in ("universal", "full"):
         raise ConfigError(f"--deprel {deprel}: expected universal or full")
-    files = find_treebank(treebank if treebank is not None else default_ud_dir(), "--treebank")
+    files = find_treebank(treebank if treebank is not None else default_ud_dir(), "--treebank",
+                          command="a token probe (trained on train, C chosen on dev, scored on test)")
     out = {}
     for split in SPLITS:
-        sentences = read_conllu(files[split])[: (max_sentences or {}).get(split)]
+        sentences = files[split].read()[: (max_sentences or {}).get(split)]
         examples, rows, forms, upos, rels = [], [], [], [], []
         offset = 0
         for i, sent in enumerate(sentences):
@@ -667,5 +668,5 @@ def redraw(output_dir: str | Path) -> str:
 
 __all__ = ["TASKS", "FitSettings", "TokenProbeRun", "TokenTask", "WordSplit", "accuracy_only", "check_encoder_specs",
            "control_label", "control_labels", "expected_layer", "label_ids", "load_conll2003", "load_ud", "majority",
-           "parse_tasks", "probe_layers", "probe_task", "read_results", "redraw", "run_token_probes", "selectivity", "summarise",
-           "token_metrics", "write_report"]
+           "parse_tasks", "probe_layers", "probe_task", "read_results", "redraw", "run_token_probes", "selectivity",
+           "summarise", "token_metrics", "write_report"]
