@@ -122,6 +122,43 @@ def expand(text: str, places: dict[str, str]) -> str:
     return text
 
 
+def given_once(args: list[str]) -> list[str]:
+    """A case's command line with each option once: a base command line with an option given again after it
+    (``[*TRAIN, "--output_dir", "{tmp}/notes.txt"]``) keeps the later word, the base's is dropped (``hire`` refuses
+    an option given twice). A repeatable option (``--encoder a --encoder b``) and ``--config`` stay as given; the
+    command's options are read from the CLI itself (:attr:`hire.options.Command.options`)."""
+    from typing import get_origin
+
+    from hire.cli import all_commands
+    from hire.config import RunConfig, option_fields
+
+    named = {c.name: c for c in all_commands()}
+    command = named.get(args[0]) if args else None
+    if command is not None and getattr(command, "commands", ()) and len(args) > 1:
+        command = {c.name: c for c in command.commands}.get(args[1])
+    if getattr(command, "options", None) is None:  # getattr: a plugin's Command of an older hire
+        return list(args)
+    once, flags = set(), set()
+    for name, tp, f in option_fields(command.options):
+        if f.metadata.get("positional") or (get_origin(tp) is list and command.options is not RunConfig):
+            continue  # positional, or repeatable
+        once.add(f"--{f.metadata.get('flag') or name}")
+        if tp is bool:
+            flags.add(f"--{f.metadata.get('flag') or name}")
+    spans: list[tuple[str | None, int, int]] = []  # (option, first word, after its value)
+    i = 0
+    while i < len(args):
+        word = args[i]
+        end = i + 1
+        if word in once and (word not in flags or (i + 1 < len(args) and args[i + 1] in ("true", "false"))):
+            end = i + 2
+        spans.append((word.partition("=")[0] if word.startswith("--") else None, i, end))
+        i = end
+    last = {option: k for k, (option, _, _) in enumerate(spans) if option in once}
+    return [w for k, (option, start, end) in enumerate(spans) if option not in last or last[option] == k
+            for w in args[start:end]]
+
+
 
 def run_hire(args: list[str], cwd: Path, env: dict[str, str] | None = None,
              timeout: float = 300) -> subprocess.CompletedProcess[str]:

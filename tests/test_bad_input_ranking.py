@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from badinput import check_fails_cleanly, expand
+from badinput import check_fails_cleanly, expand, given_once
 
 import hire.cli
 from hire.ranking import cli as rank_cli
@@ -23,6 +23,7 @@ RP = ["rank-probe", "--encoders", "{enc}", "--task", "custom", "--train_file", "
       "{tmp}/r/dev.tsv", "--output_dir", "{tmp}/rp", "--cache_dir", "{tmp}/cache", "--device", "cpu",
       "--mixed_precision", "no"]
 RESULTS = "{tmp}/rp/results.json"
+MARKED = {"{tmp}/rp/.hire-output": '{"command": "rank-probe"}\n'}  # a folder rank-probe wrote (its marker)
 OTHER = '{"format": "hire-rank-probe/1", "config": {"encoders": [], "labels": [], "scorers": [], "losses": [], ' \
     '"task": "wikiqa"}, "encoders": [], "data": {}, "results": {}, "machine": {}}'
 
@@ -81,13 +82,13 @@ CASES: list[tuple[str, dict[str, str], list[str], str]] = [
      [*RP, "--scorers", "logistic", "--losses", "hinge"], "{tmp}/r/train.tsv: no question has both"),
     ("wrong-format", FILES, [*RP, "--format", "jsonl"], "{tmp}/r/train.tsv, line 1"),
     # -- results files: named, with what repairs them
-    ("results-a-list", {RESULTS: "[]\n"}, ["rank-probe-report", "{tmp}/rp"],
+    ("results-a-list", {**MARKED, RESULTS: "[]\n"}, ["rank-probe-report", "{tmp}/rp"],
      f"{RESULTS}: a JSON list, not `hire rank-probe` results (an object); run the `hire rank-probe` command"),
-    ("results-cut-short", {RESULTS: '{"format": "hire-rank'}, ["rank-probe-report", "{tmp}/rp"],
+    ("results-cut-short", {**MARKED, RESULTS: '{"format": "hire-rank'}, ["rank-probe-report", "{tmp}/rp"],
      f"{RESULTS}: not valid JSON"),
-    ("results-missing", {"{tmp}/rp/notes.md": "x\n"}, ["rank-probe-report", "{tmp}/rp"],
+    ("results-missing", {**MARKED, "{tmp}/rp/notes.md": "x\n"}, ["rank-probe-report", "{tmp}/rp"],
      "{tmp}/rp: no results.json (run `hire rank-probe --output_dir {tmp}/rp` first)"),
-    ("results-a-list-resume", {**FILES, RESULTS: "[]\n"}, RP,
+    ("results-a-list-resume", {**FILES, **MARKED, RESULTS: "[]\n"}, RP,
      f"{RESULTS}: a JSON list, not `hire rank-probe` results (an object); pass --overwrite"),
     ("results-of-other-options", {**FILES, RESULTS: OTHER}, RP,
      "--output_dir {tmp}/rp holds rank-probe results of other options"),
@@ -101,7 +102,8 @@ def _installed() -> bool:
     return any(p.name == "rank-probe" for p in hire.cli.plugin_commands())
 
 
-@pytest.mark.parametrize(("files", "args", "message"), [case[1:] for case in CASES], ids=[case[0] for case in CASES])
+@pytest.mark.parametrize(("files", "args", "message"), [(c[1], given_once(c[2]), c[3]) for c in CASES],
+                         ids=[c[0] for c in CASES])
 def test_bad_input_fails_cleanly(files: dict[str, str], args: list[str], message: str, shared: dict[str, Path],
                                  tmp_path: Path, via: str, monkeypatch: pytest.MonkeyPatch) -> None:
     if not _installed():  # until pyproject's entry point is installed: in this process only

@@ -101,7 +101,8 @@ def test_find_treebank_by_ud_names(tmp_path: Path) -> None:
     for split in ("train", "dev", "test"):
         (tmp_path / f"xx_test-ud-{split}.conllu").write_text(GOOD)
     (tmp_path / "notes.conllu").write_text(GOOD)
-    assert find_treebank(tmp_path) == {s: tmp_path / f"xx_test-ud-{s}.conllu" for s in ("train", "dev", "test")}
+    assert {s: f.paths for s, f in find_treebank(tmp_path).items()} == {
+        s: (tmp_path / f"xx_test-ud-{s}.conllu",) for s in ("train", "dev", "test")}
     (tmp_path / "yy-ud-dev.conllu").write_text(GOOD)
     with pytest.raises(DataError, match="2 dev files"):
         find_treebank(tmp_path)
@@ -112,7 +113,7 @@ def test_find_treebank_by_ud_names(tmp_path: Path) -> None:
     with pytest.raises(DataError, match=r"^--treebank .*empty: no CoNLL-U file"):
         find_treebank(empty)
     (empty / "zz-ud-train.conllu").write_text(GOOD)
-    with pytest.raises(DataError, match="no dev or test file"):
+    with pytest.raises(DataError, match=r"needs the dev and test split\(s\) as well, and this holds train; name each"):
         find_treebank(empty)
 
 

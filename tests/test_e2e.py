@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from badinput import hire_process, hire_script, process_env
+from badinput import given_once, hire_process, hire_script, process_env
 from safetensors.torch import load_file
 from sklearn.metrics import accuracy_score, f1_score
 from tiny import HIDE_HIRE, save_tiny_encoder
@@ -38,10 +38,10 @@ def encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def train_args(encoder: Path, out: Path, *extra: str) -> list[str]:
-    return ["train", "--output_dir", str(out), "--data.task", "MRPC", "--model.encoder", str(encoder),
-            "--data.max_train_examples", str(N_TRAIN), "--data.max_eval_examples", str(N_EVAL),
-            "--train.batch_size", "8", "--train.max_steps", "6", "--train.eval_every", "3",
-            "--train.checkpoint_every", "2", "--train.lr", "1e-3", "--train.mixed_precision", "no", *extra]
+    return given_once(["train", "--output_dir", str(out), "--data.task", "MRPC", "--model.encoder", str(encoder),
+                       "--data.max_train_examples", str(N_TRAIN), "--data.max_eval_examples", str(N_EVAL),
+                       "--train.batch_size", "8", "--train.max_steps", "6", "--train.eval_every", "3",
+                       "--train.checkpoint_every", "2", "--train.lr", "1e-3", "--train.mixed_precision", "no", *extra])
 
 
 @pytest.fixture(scope="module")

@@ -180,9 +180,9 @@ def test_hire_features_end_to_end_and_from_the_cache(encoder_dir: Path, tmp_path
         assert len((folder / "epochs.jsonl").read_text().splitlines()) == metrics["epochs_run"]
         config = json.loads((folder / "config.json").read_text())
         assert config["row"] == row and config["settings"]["seed"] == 1
-        predictions = [json.loads(line) for line in (folder / "predictions-dev.jsonl").read_text().splitlines()]
-        assert [p["words"] for p in predictions] == [w.split() for w in TEXTS[:3]]
-        assert all(len(p["predicted"]) == len(p["words"]) == len(p["gold"]) for p in predictions)
+        predictions = [json.loads(line) for line in (folder / "predictions" / "dev.jsonl").read_text().splitlines()]
+        assert [p["tokens"] for p in predictions] == [w.split() for w in TEXTS[:3]]  # hire train's fields
+        assert all(len(p["prediction"]) == len(p["tokens"]) == len(p["tags"]) for p in predictions)
     assert (out / "results.md").read_text().count("\n| ") == 3  # separator line and two rows
     finished = (out / "last" / "metrics.json").stat().st_mtime_ns
 

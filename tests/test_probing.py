@@ -269,7 +269,8 @@ def test_probe_command_writes_every_output_and_the_report_regenerates(
         "accuracy", "f1", "score"}
     seconds = mr["results"]["pre"]["seconds"]
     assert seconds["encode"] > 0 and seconds["fit"] > 0 and results["machine"]["precision"] == "no"
-    expected = ["report.md", "poolings.md", "poolings.csv", "which_layer.md", "which_layer.csv", "results.json"]
+    expected = ["report.md", "poolings.md", "poolings.csv", "which_layer.md", "which_layer.csv", "results.json",
+                ".hire-output"]  # the marker that makes the folder the probe's (hire.runs.mark_output_folder)
     for task in ("MR", "MRPC"):
         expected += [f"{task}/{name}" for name in ("table.md", "table-pre.csv", "table-tuned.csv",
                                                    "difference-tuned.csv", "layers.png")]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from badinput import hire_process
+from badinput import given_once, hire_process
 from tiny import save_tiny_encoder
 
 from hire.cli import main
@@ -74,12 +74,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def options(world: dict[str, Path], out: Path, *extra: str) -> list[str]:
-    return ["--output_dir", str(out), "--data.task", "custom", "--data.format", "ranking",
-            "--data.train_file", str(world["train"]), "--data.dev_file", str(world["dev"]),
-            "--data.test_file", str(world["test"]), "--data.ranking_columns", COLUMNS, "--data.max_length", "32",
-            "--model.encoder", str(world["encoder"]), "--train.batch_size", "16", "--train.max_steps", "6",
-            "--train.eval_every", "3", "--train.checkpoint_every", "2", "--train.lr", "3e-3",
-            "--train.mixed_precision", "no", *extra]
+    return given_once(["train", "--output_dir", str(out), "--data.task", "custom", "--data.format", "ranking",
+                       "--data.train_file", str(world["train"]), "--data.dev_file", str(world["dev"]),
+                       "--data.test_file", str(world["test"]), "--data.ranking_columns", COLUMNS,
+                       "--data.max_length", "32", "--model.encoder", str(world["encoder"]), "--train.batch_size",
+                       "16", "--train.max_steps", "6", "--train.eval_every", "3", "--train.checkpoint_every", "2",
+                       "--train.lr", "3e-3", "--train.mixed_precision", "no", *extra])[1:]
 
 
 @pytest.mark.parametrize("head, loss", [("last-layer", "pointwise"), ("hire", "pairwise")])

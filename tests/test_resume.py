@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from badinput import hire_process
+from badinput import given_once, hire_process
 from safetensors.torch import load_file
 from tiny import save_tiny_encoder
 
@@ -39,10 +39,10 @@ def encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def args(encoder: Path, out: Path, *extra: str) -> list[str]:
-    return ["train", "--output_dir", str(out), "--data.task", "STS-B", "--model.encoder", str(encoder),
-            "--data.max_train_examples", "32", "--data.max_eval_examples", "16", "--train.batch_size", "8",
-            "--train.epochs", "3", "--train.checkpoint_every", "3", "--train.lr", "1e-3",
-            "--train.mixed_precision", "no", *extra]
+    return given_once(["train", "--output_dir", str(out), "--data.task", "STS-B", "--model.encoder", str(encoder),
+                       "--data.max_train_examples", "32", "--data.max_eval_examples", "16", "--train.batch_size", "8",
+                       "--train.epochs", "3", "--train.checkpoint_every", "3", "--train.lr", "1e-3",
+                       "--train.mixed_precision", "no", *extra])  # extra replaces the options it gives again
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +144,7 @@ def test_a_resumed_run_keeps_the_precision_it_began_in(encoder: Path, reference:
     """``auto`` is resolved when a run begins: begun on a CPU without bf16 units (fp32), killed, and resumed on
     one with them, the run goes on in fp32, says so, and is the run that never stopped (``reference`` is fp32)."""
     out = tmp_path / "run"
-    auto = args(encoder, out, "--train.mixed_precision", "auto")  # the last --train.mixed_precision counts
+    auto = args(encoder, out, "--train.mixed_precision", "auto")  # in place of "no"
     assert run(*auto, kill="step:5", env={"FAKE_FAST_BF16": "0"}).returncode == 137
     assert json.loads((out / CHECKPOINT / COMPLETE).read_text())["mixed_precision"] == "no"
     result = run(*auto, kill="step:1000", env={"FAKE_FAST_BF16": "1"})  # a bf16 CPU: 'auto' would pick bf16

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from badinput import LABELS, TEXTS, call_hire, check_fails_cleanly, hire_process, table
+from badinput import LABELS, TEXTS, call_hire, check_fails_cleanly, given_once, hire_process, table
 
 from hire import build_model, load_tokenizer
 from hire.config import ConfigError, DataConfig, ModelArgs, RunConfig, TrainConfig
@@ -38,10 +38,11 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def train_args(shared: dict[str, Path], data: Path, out: Path | str, *extra: str) -> list[str]:
-    return ["train", "--output_dir", str(out), "--data.task", "custom", "--data.train_file", str(data / "train.csv"),
-            "--data.dev_file", str(data / "dev.csv"), "--model.encoder", str(shared["enc"]), "--model.head",
-            "last-layer", "--train.mixed_precision", "no", "--train.batch_size", "4", "--train.max_steps", "4",
-            "--train.eval_every", "2", "--train.checkpoint_every", "1", "--predict_test", "false", *extra]
+    return given_once(["train", "--output_dir", str(out), "--data.task", "custom", "--data.train_file",
+                       str(data / "train.csv"), "--data.dev_file", str(data / "dev.csv"), "--model.encoder",
+                       str(shared["enc"]), "--model.head", "last-layer", "--train.mixed_precision", "no",
+                       "--train.batch_size", "4", "--train.max_steps", "4", "--train.eval_every", "2",
+                       "--train.checkpoint_every", "1", "--predict_test", "false", *extra])
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
@@ -271,7 +272,7 @@ def test_the_same_run_resumes_however_its_folder_is_named(naming: str, shared: d
         given = str(run.rename(tmp_path / "moved"))
     else:
         extra = ["--model.encoder", f"{encoder}/../{Path(encoder).name}/"]
-    result = ok(call_hire([*train_args(shared, data, given), *extra], cwd))
+    result = ok(call_hire(train_args(shared, data, given, *extra), cwd))
     assert "Resuming" in result.stdout + result.stderr and "from step 2" in result.stdout + result.stderr
     out = tmp_path / ("moved" if naming == "moved" else "run")
     assert json.loads((out / "metrics.json").read_text())["steps"] == 4
@@ -323,7 +324,7 @@ def test_a_dev_file_identical_to_the_train_file_warns_in_one_line(shared: dict[s
                                                                   tmp_path: Path) -> None:
     copy = shutil.copy(data / "train.csv", tmp_path / "copy.csv")
     for dev in (data / "train.csv", copy):
-        args = [*train_args(shared, data, tmp_path / "run"), "--data.dev_file", str(dev), "--print_config"]
+        args = [*train_args(shared, data, tmp_path / "run", "--data.dev_file", str(dev)), "--print_config"]
         result = ok(call_hire(args, tmp_path))
         assert result.stderr.strip().splitlines() == [
             f"hire train: warning: --data.dev_file {dev} holds the same rows as --data.train_file {data / 'train.csv'}"

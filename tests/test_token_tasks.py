@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from badinput import hire_process
+from badinput import given_once, hire_process
 from tiny import save_tiny_encoder
 
 from hire.config import ConfigError
@@ -67,11 +67,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def options(world: dict[str, Path], out: Path, *extra: str) -> list[str]:
-    return ["--output_dir", str(out), "--data.task", "custom", "--data.format", "conll",
-            "--data.train_file", str(world["train"]), "--data.dev_file", str(world["dev"]),
-            "--data.test_file", str(world["test"]), "--data.max_length", "24", "--model.encoder",
-            str(world["encoder"]), "--train.batch_size", "8", "--train.max_steps", "8", "--train.eval_every", "4",
-            "--train.checkpoint_every", "2", "--train.lr", "3e-3", "--train.mixed_precision", "no", *extra]
+    return given_once(["train", "--output_dir", str(out), "--data.task", "custom", "--data.format", "conll",
+                       "--data.train_file", str(world["train"]), "--data.dev_file", str(world["dev"]),
+                       "--data.test_file", str(world["test"]), "--data.max_length", "24", "--model.encoder",
+                       str(world["encoder"]), "--train.batch_size", "8", "--train.max_steps", "8",
+                       "--train.eval_every", "4", "--train.checkpoint_every", "2", "--train.lr", "3e-3",
+                       "--train.mixed_precision", "no", *extra])[1:]  # extra replaces the options it gives again
 
 
 @pytest.mark.parametrize("head", ["hire", "last-layer"])

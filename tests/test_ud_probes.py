@@ -265,5 +265,7 @@ def test_ud_tasks_command_and_hire_probe_end_to_end(treebank: Path, tmp_path: Pa
     assert list(mixed_results["tasks"]) == ["ud-tense", "custom"]
     assert mixed_results["tasks"]["ud-tense"]["results"][str(encoder)]["rows"] == tense["results"][str(encoder)][
         "rows"]  # the same task and probes as in the UD-only run
-    assert main([*argv[:-2], "--treebank", str(tmp_path / "nowhere")]) == 2
+    nowhere = argv[:-2]  # a treebank folder that is not there
+    nowhere[nowhere.index("--treebank") + 1] = str(tmp_path / "nowhere")
+    assert main(nowhere) == 2
     assert "nowhere: no such folder" in capsys.readouterr().err

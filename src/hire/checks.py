@@ -11,7 +11,7 @@ import errno
 import json
 import os
 import stat
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -141,6 +141,71 @@ def check_output_folder(path: str | Path, option: str) -> None:
     if kind is not None and kind != "a folder":
         raise ConfigError(f"{option} {path}: {kind}, not a folder")
     _check_writable(folder, option, path)
+
+
+OUTPUT_MARKER = ".hire-output"  # written into a lab command's output folder before its first file: {"command": ...}
+
+
+def output_owner(folder: str | Path) -> str | None:
+    """The ``hire`` command whose output ``folder`` is, as its marker says: ``train`` for a run folder (``.hire-run``),
+    the command named in ``.hire-output`` for the others; None for a folder without a marker (or a missing one)."""
+    folder = Path(folder).expanduser()
+    if is_run_folder(folder):
+        return "train"
+    try:
+        owner = json.loads((folder / OUTPUT_MARKER).read_text()).get("command")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return owner if isinstance(owner, str) else None
+
+
+def check_own_folder(path: str | Path, option: str, command: str, writes: Sequence[str] = (),
+                     own: Callable[[Path], bool] | None = None, hint: str = "choose a new or empty folder") -> None:
+    """The one rule of every command's output folder: no command writes over a file it did not create.
+
+    ``path`` is fine when it is new or empty, when its marker names ``command`` (:data:`OUTPUT_MARKER`, written
+    by :func:`hire.runs.mark_output_folder` before the first file), or when ``own`` recognises it as ``command``'s
+    from before markers existed (its ``results.json``). Anything else is refused in one line that names the file
+    that would be replaced (the first of ``writes``, the names ``command`` writes at the folder's top, that is
+    there), else a file the command did not write; ``hint`` says what to do. Read only: nothing is written.
+    """
+    check_output_folder(path, option)
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        return
+    present = sorted(p.name for p in folder.iterdir() if p.name not in (".lock", OUTPUT_MARKER))
+    owner = output_owner(folder)
+    if owner == command or (owner is None and (not present or (own is not None and own(folder)))):
+        return
+    clash = next((name for name in writes if (folder / name).exists()), None)
+    if owner is not None:
+        what = f"holds the output of `hire {owner}`" + (f" ({clash}), which `hire {command}` would replace" if clash
+                                                         else ", not of this command")
+    elif clash is not None:
+        what = f"holds {clash}, which `hire {command}` would replace and did not write"
+    else:
+        what = f"holds files that `hire {command}` did not write ({', '.join(present[:3])})"
+    raise ConfigError(f"{option} {path}: {what}; {hint}")
+
+
+def own_file(path: str | Path, recognise: Callable[[str], bool]) -> bool:
+    """Whether an existing file was written by the command that ``recognise`` knows (given its first line, read as
+    UTF-8); False for a file that cannot be read so."""
+    try:
+        with Path(path).expanduser().open(encoding="utf-8") as f:
+            return recognise(f.readline())
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def check_own_file(path: str | Path, option: str, command: str, recognise: Callable[[str], bool],
+                   hint: str = "choose another path") -> None:
+    """An output file is written only where there is none, or over one that ``command`` wrote (``recognise`` knows
+    its first line: :func:`own_file`); a device or pipe (``/dev/stdout``) is written to, never replaced."""
+    file = Path(path).expanduser()
+    if file.is_file() and file.stat().st_size and not own_file(file, recognise):
+        raise ConfigError(f"{option} {path}: a file that `hire {command}` did not write, which it would replace; "
+                          f"{hint}")
 
 
 def check_output_file(path: str | Path, option: str, inputs: Mapping[str, str | Path] | None = None) -> Path:

@@ -44,8 +44,10 @@ def _cmd_train(words: list[str]) -> int:
     from hire.training import train
 
     final = train(cfg)
+    # The held-out test score too, where there is one: scored once, with the model that dev chose.
+    held = {"held_out": final["held_out"]} if final.get("held_out") else {}
     print(json.dumps({"task": final["task"], "head": final["head"], "score": round(final["score"], 4),
-                      "dev": final["dev"]}, indent=2))
+                      "dev": final["dev"], **held}, indent=2))
     return 0
 
 
@@ -57,7 +59,7 @@ def all_commands() -> list[Command]:
     :data:`COMMAND_PLUGINS` is a function that returns its commands)."""
     from hire import commands
 
-    train = Command("train", "fine-tune an encoder with a head on a GLUE task or your own data", _cmd_train)
+    train = Command("train", "fine-tune an encoder with a head on a GLUE task or your own data", _cmd_train, RunConfig)
     return [train, *commands.add_commands(), *(c for plugin in plugin_commands() for c in plugin.load()())]
 
 

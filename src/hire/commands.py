@@ -27,6 +27,8 @@ from hire.checks import (
     check_input_file,
     check_output_file,
     check_output_folder,
+    check_own_file,
+    check_own_folder,
     check_text_columns,
 )
 from hire.config import AtLeast1, ConfigError, DataConfig, MaxLength, check_max_length
@@ -186,13 +188,13 @@ def _named_task(args: EvaluateOptions, config: dict[str, Any]) -> str | None:
         ConfigError: the task and the model are of two kinds (e.g. ``--task wikiqa`` with a model that tags
             words), naming what each does.
     """
-    for name, task_type, verb in _NAMED_TASKS:
+    does = {task_type: verb for _, task_type, verb in _NAMED_TASKS}.get(config.get("task_type"), "labels sentences")
+    asks = {name: verb for name, _, verb in _NAMED_TASKS}.get(args.task.lower(), "labels sentences")
+    for name, task_type, _ in _NAMED_TASKS:
         of_kind = config.get("task_type") == task_type
         if args.task.lower() == name or of_kind:
-            if args.task.lower() != name or not of_kind:
-                what = verb if of_kind else "labels sentences"
-                raise ConfigError(f"--task {args.task}: --model {args.model} {what}, and the task "
-                                  f"{'labels sentences' if of_kind else verb}")
+            if args.task.lower() != name or not of_kind:  # what the model does, and what the task asks
+                raise ConfigError(f"--task {args.task}: --model {args.model} {does}, and the task {asks}")
             return name
     return None
 
@@ -234,15 +236,18 @@ def _evaluate(args: EvaluateOptions, config: dict[str, Any], name: str, **data: 
     option = _output_option("--output_dir", args.output_dir)
     check_output_folder(out, option)
     check_not_run_file(out, option)
-    if out.is_dir() and not (out / EVALUATION).is_file() and any(out.iterdir()):
-        raise ConfigError(f"{option} {out}: the folder is not empty and holds no evaluation of hire's (no "
-                          f"{EVALUATION} marker), whose files it would replace; choose a new or empty folder")
+    check_own_folder(out, option, "evaluate",
+                     ("metrics.json", "predictions", "submission"), lambda folder: (folder / EVALUATION).is_file(),
+                     f"choose a new or empty folder (one that `hire evaluate` wrote carries {EVALUATION})")
     from hire.evaluation import predict_task  # the heavy imports, once every option is checked
     from hire.tasktypes import load_task
 
     with data_dir_option("--data_dir"):
         task = load_task(DataConfig(data_dir=args.data_dir, max_eval_examples=args.max_examples, **data),
                          with_train=False)
+    for kind in ("dev", "test"):  # a split file that is absent is an error only where it is asked for
+        if args.split in (kind, "all") and kind in task.missing:
+            raise DataError(f"--split {args.split}: {task.missing[kind]}")
     if config.get("ranker") == "bi":
         task.options["ranker"] = "bi"  # the ranking type encodes questions and passages apart
     if config.get("task_type") == "token":  # the model's tags, in its logit order; the data's must be among them
@@ -303,7 +308,7 @@ def _cmd_predict(args: PredictOptions) -> int:
     preds = predict(model, acc.prepare(eval_loader(encoded, args.batch_size, Collator(tokenizer.pad_token_id))), acc)
     write_predictions(output, examples, preds, names)
     print(f"{len(examples)} examples in {preds.seconds:.2f} s: {preds.examples_per_second:.1f} examples/s "
-          f"({acc.mixed_precision} precision, batch {args.batch_size}); predictions in {output}")
+          f"({_precision(acc)}, batch {args.batch_size}); predictions in {output}")
     return 0
 
 
@@ -315,36 +320,123 @@ def _predictions_file(args: PredictOptions, config: dict[str, Any]) -> Path:
                                {"--input": args.input})
     check_not_run_file(output, option)
     _check_not_in_model(output, option, args.model)
+    check_own_file(output, option, "predict", _predictions_line, "choose another path with --output")
     check_max_length(args.max_length, config.get("encoder_config", {}), "--max_length")
     return output
 
 
+def _predictions_line(line: str) -> bool:
+    """Whether ``line`` (a file's first) is one of ``hire predict``'s JSON lines: a sentence's or a tagged
+    sentence's (``guid`` first), or a ranked candidate's (``qid``, ``pid``, ``rank``, ``score``)."""
+    try:
+        row = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(row, dict) and (next(iter(row), None) == "guid" or {"qid", "pid", "rank", "score"} <= row.keys())
+
+
+def _run_line(line: str) -> bool:
+    """Whether ``line`` (a file's first) is a line of the TREC run file that ``hire predict`` writes
+    (``qid Q0 pid rank score hire``)."""
+    fields = line.split()
+    return len(fields) == 6 and fields[1] == "Q0" and fields[5] == "hire"
+
+
+def _precision(acc: Any) -> str:
+    """How ``hire predict`` names the precision it ran in: accelerate's "no" is fp32."""
+    return "fp32" if acc.mixed_precision == "no" else f"{acc.mixed_precision} precision"
+
+
+_CHUNK_TAG = re.compile(r"(?i)(o|[bies]-\S+)")
+_SNIFF_LINES = 200  # the word lines that decide whether a .txt file is CoNLL columns
+
+
+def _looks_like_conll(path: str, tags: list[str] | None) -> bool:
+    """Whether a ``.txt`` input for a tagger is CoNLL columns rather than running text (CoNLL-2003 itself is
+    ``*.txt``): a ``-DOCSTART-`` line, or first word lines that all have the same two or more fields (split as
+    the CoNLL reader splits them) and end in a tag: one of the model's, or O / a B-, I-, E-, S- chunk tag in
+    either case. A sentence per line has neither. Unreadable bytes are left to the reader that reports them."""
+    from hire.data.files import iter_lines
+
+    known = {tag.lower() for tag in tags or ()}
+    counts: set[int] = set()
+    separator: str | None = None
+    seen = 0
+    try:
+        for _, line in iter_lines(path):
+            if not line.strip():
+                continue
+            if line.startswith("-DOCSTART-"):
+                return True
+            separator = separator or ("\t" if "\t" in line else " ")
+            fields = line.split("\t") if separator == "\t" else re.split(r"[ \t]+", line.strip(" \t"))
+            counts.add(len(fields))
+            last = fields[-1].strip()
+            if len(counts) > 1 or len(fields) < 2 or not (last.lower() in known or _CHUNK_TAG.fullmatch(last)):
+                return False
+            seen += 1
+            if seen >= _SNIFF_LINES:
+                break
+    except DataError:
+        return False
+    return seen > 0
+
+
 def _predict_tags(args: PredictOptions, config: dict[str, Any]) -> int:
-    """``hire predict`` with a tagger: every word of the input with its tag, and the entity spans."""
+    """``hire predict`` with a tagger: every word of the input with its tag, and the entity spans. A labelled
+    input (a CoNLL file or token JSON lines with tags) keeps its gold tags beside the predictions and is scored
+    as ``hire evaluate`` scores: strict entity F1 (seqeval, IOB2) for a model of chunk tags, token accuracy for
+    plain tags. The gold tags are read in whatever scheme they are (IOB1, IOB2, BIOES; converted to IOB2): they
+    are not the model's input, so their scheme is never a reason to refuse it."""
+    import warnings
+
     from hire.data.conll import read_token_file
 
     if args.text_columns is not None or args.label_column != "label":
         raise ConfigError(f"--text_columns/--label_column: for a sentence model; --model {args.model} tags words "
                           "(--format says how its input is laid out)")
     suffix = Path(args.input).suffix.lower()
-    layout = args.format or {".txt": "text", ".jsonl": "tokens"}.get(suffix, "conll")
-    if layout == "table":
-        raise ConfigError(f"--format table: --model {args.model} tags words; give text, conll or tokens")
+    sniffed = False
+    if args.format is None and suffix == ".txt":
+        sniffed = _looks_like_conll(args.input, saved_label_names(config))
+        layout = "conll" if sniffed else "text"
+    else:
+        layout = args.format or {".jsonl": "tokens"}.get(suffix, "conll")
+    if layout not in ("text", "conll", "tokens"):
+        raise ConfigError(f"--format {layout}: --model {args.model} tags words; give --format text (a sentence per "
+                          "line), conll (a word per line, in columns) or tokens (token JSON lines)")
     output = _predictions_file(args, config)
     from hire.data.examples import TokenExample  # the heavy imports, once every option is checked
     from hire.evaluation import eval_loader
     from hire.tasktypes import TOKEN, TaskData
 
-    options = config.get("task_options") or {}
+    options = dict(config.get("task_options") or {})
+    entities = options.get("scheme", "iob2") != "none"  # the model's tags are chunks (else plain tags, as POS)
+    scheme = "none"
     if layout != "text":  # read (and every bad line reported) before the model loads
-        examples = read_token_file(args.input, format=layout, require_tags=False,
-                                   scheme=options.get("scheme", "auto"), option="--input").examples
+        try:
+            read = read_token_file(args.input, format=layout, require_tags=False,
+                                   scheme="auto" if entities else "none", option="--input")
+        except DataError as err:  # the gold tags fit no scheme: predict, but do not score them
+            read = read_token_file(args.input, format=layout, require_tags=False, scheme="none", option="--input")
+            warnings.warn(f"--input {args.input}: its tags are not scored ({err})", RuntimeWarning, stacklevel=2)
+        examples, scheme = read.examples, read.scheme
+        if entities and scheme == "none" and read.plain is not None:
+            warnings.warn(f"--input {args.input}, line {read.plain[0]}: tag {read.plain[1]!r} is not a chunk tag, "
+                          "so the file's tags are not scored (the model tags chunks: O, B-, I-)", RuntimeWarning,
+                          stacklevel=2)
+        if options.get("context") == "document" and all(ex.document is None for ex in examples):
+            warnings.warn(f"--input {args.input}: the model reads each sentence in its document, and the file marks "
+                          "none (no -DOCSTART- line or \"document\" key): each sentence is read alone",
+                          RuntimeWarning, stacklevel=2)
     model, tokenizer, acc = _load(args.model, args.mixed_precision, words=True)
     if layout == "text":  # split into words as the tokenizer splits running text
-        examples = [TokenExample(str(i), tuple(words), line=i + 1) for i, words in enumerate(
-            _text_words(args.input, tokenizer)) if words]
+        examples = [TokenExample(str(line - 1), tuple(words), line=line)
+                    for line, words in _text_words(args.input, tokenizer) if words]
     if not examples:
         raise DataError(f"--input {args.input}: no sentence to tag")
+    scored = all(ex.tags is not None for ex in examples) and (scheme != "none") == entities
+    options["scheme"] = scheme if scored else options.get("scheme", "iob2")
     task = TaskData(Path(args.input).stem, saved_label_names(config), (), [], {}, {"input": examples},
                     options={**options, "subword": config.get("subword", "first")}, type=TOKEN)
     encoded = TOKEN.encode(task, examples, tokenizer, args.max_length, labelled=False)
@@ -352,8 +444,13 @@ def _predict_tags(args: PredictOptions, config: dict[str, Any]) -> int:
         tokenizer.pad_token_id))), encoded, acc)
     TOKEN.write_predictions(output, task, examples, preds)
     words = sum(len(ex.tokens) for ex in examples)
-    print(f"{len(examples)} sentences ({words} words) in {preds.seconds:.2f} s: {preds.examples_per_second:.1f} "
-          f"sentences/s ({acc.mixed_precision} precision, batch {args.batch_size}); predictions in {output}")
+    if sniffed:
+        print(f"{args.input}: read as CoNLL columns, a word per line (--format text reads it as raw text)")
+    print(f"{len(examples)} sentences ({words} words) in {preds.seconds:.2f} s: "
+          f"{preds.examples_per_second:.1f} sentences/s ({_precision(acc)}, batch {args.batch_size}); predictions "
+          f"in {output}")
+    if scored:
+        print(json.dumps(TOKEN.score(task, preds, examples, encoded), indent=2))
     return 0
 
 
@@ -370,9 +467,15 @@ def _predict_ranking(args: PredictOptions, config: dict[str, Any]) -> int:
         raise ConfigError(f"--format {args.format}: --model {args.model} ranks passages; its input is a ranking "
                           "file (.tsv, .csv or .jsonl rows of qid, question, pid, passage and an optional label)")
     output = _predictions_file(args, config)
-    run_file = check_output_file(output.with_suffix(".run"), f"the run file beside {output}", {"--input": args.input})
+    if output.suffix == ".run":  # the JSON lines and the run file (OUTPUT with the suffix .run) would be one file
+        raise ConfigError(f"--output {args.output}: a ranker writes JSON lines there and its TREC run file beside "
+                          "them, named with the suffix .run; give a name ending in .jsonl")
+    run_option = f"the run file beside --output {output}" if args.output else f"the run file beside {output}"
+    run_file = check_output_file(output.with_suffix(".run"), run_option, {"--input": args.input})
     check_not_run_file(run_file, "the run file")
     _check_not_in_model(run_file, "the run file", args.model)
+    check_own_file(run_file, run_option, "predict", _run_line, "choose another --output (the run file takes its "
+                   "name, with the suffix .run)")
     try:  # read (and every bad line reported) before the model loads
         examples = read_ranking_file(args.input, columns=dict(args.ranking_columns) or None, option="--input").examples
     except ValueError as err:
@@ -394,26 +497,27 @@ def _predict_ranking(args: PredictOptions, config: dict[str, Any]) -> int:
     write_ranking(output, run_file, None, examples, scores, preds.layer_weights)
     questions = len({ex.qid for ex in examples})
     print(f"{questions} questions ({len(examples)} candidates) in {preds.seconds:.2f} s: "
-          f"{preds.examples_per_second:.1f} candidates/s ({acc.mixed_precision} precision, batch {args.batch_size}); "
+          f"{preds.examples_per_second:.1f} candidates/s ({_precision(acc)}, batch {args.batch_size}); "
           f"ranking in {output} and {run_file}")
     if scored:
         print(json.dumps(ranking_metrics(examples, scores), indent=2))
     return 0
 
 
-def _text_words(path: str, tokenizer: Any) -> list[list[str]]:
-    """Each line of a text file split into words as the tokenizer's own pre-tokenizer splits running text (BERT's:
-    at spaces and punctuation), so that a word starts where the tokenizer starts one."""
+def _text_words(path: str, tokenizer: Any) -> list[tuple[int, list[str]]]:
+    """Each line of a text file (its number, its words) split into words as the tokenizer's own pre-tokenizer
+    splits running text (BERT's: at spaces and punctuation), so that a word starts where the tokenizer starts one.
+    Lines end at ``\\n`` (a ``\\r`` before it dropped) and nowhere else: not at a form feed or U+2028, which
+    str.splitlines takes for line ends; a UTF-8 byte-order mark is dropped, not read as part of the first word."""
+    from hire.data.files import iter_lines
+
     pre = tokenizer.backend_tokenizer.pre_tokenizer
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as err:
-        line = Path(path).read_bytes()[: err.start].count(b"\n") + 1
-        raise DataError(f"--input {path}, line {line}: not UTF-8 text ({err.reason})") from None
+    lines = list(iter_lines(path))  # bytes that are not UTF-8: an error naming the line
     if pre is None:
-        return [line.split() for line in lines]
+        return [(number, line.split()) for number, line in lines]
     # The offsets name the words as written (a byte-level pre-tokenizer spells a space as "Ġ" in its pieces).
-    return [[w for _, (a, b) in pre.pre_tokenize_str(line) if (w := line[a:b].strip())] for line in lines]
+    return [(number, [w for _, (a, b) in pre.pre_tokenize_str(line) if (w := line[a:b].strip())])
+            for number, line in lines]
 
 
 def _cmd_export(args: ExportOptions) -> int:
@@ -518,12 +622,16 @@ def _cmd_report(args: ReportOptions) -> int:
         check_output_file(args.markdown, "--markdown",
                           {f"the metrics.json of {run}": Path(run) / "metrics.json" for run in args.runs})
         check_not_run_file(args.markdown, "--markdown")
+        from hire.reporting import is_runs_table
+
+        check_own_file(args.markdown, "--markdown", "report", is_runs_table)
     from hire.reporting import collect_runs, runs_table
 
     table = runs_table(collect_runs([Path(r) for r in args.runs]))
     print(table)
     if args.markdown:
-        write_atomic(Path(args.markdown), table + "\n")
+        Path(args.markdown).expanduser().parent.mkdir(parents=True, exist_ok=True)  # checked writable above
+        write_atomic(Path(args.markdown).expanduser(), table + "\n")
     return 0
 
 

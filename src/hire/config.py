@@ -135,6 +135,7 @@ class DataConfig:
         if not token_task:
             _only_for(self, "data", _TOKEN_OPTIONS, "token tasks (--data.task conll2003, or custom files in "
                       "--data.format conll or tokens)")
+        check_separator(self.separator)
         if self.task.lower() == "custom" and (token_task or ranking):
             _only_for(self, "data", ("text_columns", "label_column", "regression"),
                       "--data.format table (a label per row)")
@@ -176,6 +177,35 @@ class DataConfig:
             warnings.warn(f"--data.dev_file {self.dev_file} holds the same rows as --data.train_file "
                           f"{self.train_file}: the best model is picked, and scored, on its own training data",
                           RuntimeWarning, stacklevel=2)
+
+
+# What a user types for a tab or for spaces that reaches the program as other characters (the shell keeps a
+# backslash; no shell turns a word into a tab).
+_SEPARATOR_WORDS = {"\\t": "a tab", "\\\\t": "a tab", "tab": "a tab", "\\s": "spaces", "\\s+": "spaces",
+                    "space": "a space", "spaces": "spaces", "whitespace": "spaces"}
+
+
+def check_separator(separator: str | None, option: str = "--data.separator") -> None:
+    """A CoNLL file's column separator: one exact string that the lines are split at. Refused, with what to type
+    instead: an empty one; the two characters backslash and t (or the word ``tab``), typed for a tab; several
+    spaces or other blanks, which would split only where exactly that run of them stands (leaving the option out
+    splits at runs of spaces, or at a tab where the lines have one). These would otherwise fail later at the first
+    word line, blamed on the tag column."""
+    if separator is None:
+        return
+    default = "leave the option out to split at a tab where the lines have one, else at runs of spaces"
+    if separator == "":
+        raise ConfigError(f"{option}: empty; {default}")
+    meant = _SEPARATOR_WORDS.get(separator.strip().lower())
+    if meant == "a tab":
+        raise ConfigError(f"{option} '{separator}': these characters themselves, not a tab; type a real tab "
+                          f"(--data.separator $'\\t' in bash, separator: \"\\t\" in a --config file), or {default}")
+    if meant is not None:
+        raise ConfigError(f"{option} '{separator}': these characters themselves, not {meant}; type the character "
+                          f"itself in quotes (--data.separator ' '), or {default}")
+    if separator.isspace() and separator not in (" ", "\t"):
+        raise ConfigError(f"{option} {separator!r}: would split only where exactly these {len(separator)} blanks "
+                          f"stand; give one space (' ') or one tab, or {default}")
 
 
 def _only_for(section: Any, name: str, options: Iterable[str], where: str) -> None:

@@ -199,7 +199,14 @@ class OutputLayer(nn.Module):
         self.out = nn.Linear(hidden_size, num_labels)  # W2, b2
 
     def forward(self, c: Tensor) -> Tensor:
-        return self.out(self.dropout(torch.tanh(self.dense(self.dropout(c)))))  # (B, m)
+        """(B, m), or (B, n, m) at every token. In float32 at least and outside autocast: under bf16 (or fp16) mixed
+        precision, a score rounded to 8 bits of mantissa ties with its neighbours, and a ranking metric would
+        then order tied candidates by their ids, not by the model (issue 73). Two small products; the encoder and
+        the head keep the autocast precision."""
+        dtype = torch.promote_types(c.dtype, torch.float32)
+        with torch.autocast(device_type=c.device.type, enabled=False):
+            h = torch.tanh(F.linear(self.dropout(c.to(dtype)), self.dense.weight.to(dtype), self.dense.bias.to(dtype)))
+            return F.linear(self.dropout(h), self.out.weight.to(dtype), self.out.bias.to(dtype))
 
 
 class HireModel(PreTrainedModel):

@@ -7,14 +7,17 @@
 jsonargparse merges the YAML file under the command line, converts every value to its field's type
 (``3e-5``, ``true``, ``null``, ``auto``) and refuses unknown options. What it does not do is here, and
 small: the command line overrides the file wherever ``--config`` stands (jsonargparse goes by position);
-``none`` reads as null (``hire.experiments.loop.cli_value`` writes it); a list may be one comma-separated
-word (``--data.text_columns sentence1,sentence2``) and a mapping ``key=value`` pairs
-(``--model.head_options fusion_layers=1``) besides JSON or YAML; a yes/no option may stand alone
-(``--overwrite``, as ``--overwrite true``); a ``--config`` file is checked first, so that a missing file, bad
-YAML, a key given twice or an unknown key is one line naming the file (and the line), and it may not set a
-one-shot action (``overwrite: true``: only the command line does). :func:`parse_options` records which options
-were given (``RunConfig.given``): starting from a saved model, an option left out takes the model's value.
-``--print_config`` prints the configuration only once it is validated (:func:`take_print_config`).
+a text option (a name, a path, a separator: ``str`` or ``str | None``) is the word as typed, never read as YAML
+(``--data.separator ,`` or ``'#'``, a file named ``*x``), and ``none`` reads as null where the option may be null
+(``hire.experiments.loop.cli_value`` writes it); an option given twice on the command line is an error, as a key
+given twice in a ``--config`` file is; a list may be one comma-separated word (``--data.text_columns
+sentence1,sentence2``) and a mapping ``key=value`` pairs (``--model.head_options fusion_layers=1``) besides JSON
+or YAML; a yes/no option may stand alone (``--overwrite``, as ``--overwrite true``); a ``--config`` file is
+checked first, so that a missing file, bad YAML, a key given twice or an unknown key is one line naming the file
+(and the line), and it may not set a one-shot action (``overwrite: true``: only the command line does).
+:func:`parse_options` records which options were given (``RunConfig.given``): starting from a saved model, an
+option left out takes the model's value. ``--print_config`` prints the configuration only once it is validated
+(:func:`take_print_config`).
 
 An option's range or choices are its type (``Annotated[int, AtLeast1]``, ``Literal[...]``): the parser checks
 them where it reads the value. Errors are :class:`~hire.config.ConfigError` of one line that starts with the
@@ -37,6 +40,8 @@ import functools
 import math
 import re
 import textwrap
+import types
+import typing
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
@@ -52,12 +57,24 @@ SECTIONS = ("data", "model", "train")
 _yaml = get_loader("yaml")  # jsonargparse's YAML: 1e-4 is a number, as in YAML 1.2
 
 
+NULL_WORDS = ("none", "None", "null")  # an optional option's null on the command line (``loop.cli_value`` writes none)
+
+
 def _load(text: str) -> Any:
-    """A command-line value or a ``--config`` file: YAML, and ``none`` for null (``loop.cli_value``)."""
+    """A ``--config`` file: YAML, and ``none`` for null (``loop.cli_value``)."""
     return None if text.strip() in ("none", "None") else _yaml(text)
 
 
-set_loader("hire", _load)
+def _load_word(text: str) -> Any:
+    """A command-line value of an option that is not text (a number, a choice, a yes/no; text never comes here:
+    :func:`_option_type`), read as YAML reads it in a ``--config`` file, but for two things YAML does with a lone
+    word: one that starts with ``#`` is that word, not a comment (nothing, the option's default), and one that is not
+    valid YAML (``,``, ``:``, ``*x``, ``!x``) stays the word (jsonargparse keeps it on the loader's exceptions): the
+    option's type then refuses it in one line (``--train.epochs: expected an integer, not ','``)."""
+    return text if text.lstrip().startswith("#") else _load(text)
+
+
+set_loader("hire", _load_word, exceptions=(yaml.YAMLError,))
 
 
 class BadValue(argparse.ArgumentTypeError, ValueError):
@@ -70,7 +87,12 @@ def comma_list(value: Any) -> list[str]:
     if not isinstance(value, list | str):
         raise BadValue(f"expected a list of names or comma-separated names, not {value!r}")
     if isinstance(value, str) and value.strip().startswith("["):  # a YAML list: [sentence1, sentence2]
-        value = _yaml(value)
+        try:
+            value = _yaml(value)
+        except yaml.YAMLError as err:
+            raise BadValue(f"not a valid YAML list ({' '.join(str(err).split())})") from None
+        if not isinstance(value, list):
+            raise BadValue(f"expected a list of names or comma-separated names, not {value!r}")
     items = value if isinstance(value, list) else value.split(",")
     return [str(item).strip() for item in items if str(item).strip()]
 
@@ -91,7 +113,21 @@ def mapping(value: Any) -> dict[str, Any]:
     pairs = [pair.partition("=") for pair in text.split(",") if pair.strip()]
     if any(not sep or not key.strip() for key, sep, _ in pairs):
         raise BadValue(f"expected JSON or key=value pairs separated by commas, not {text!r}")
-    return {key.strip(): _yaml(raw) if raw.strip() else None for key, _, raw in pairs}
+    return {key.strip(): _pair_value(raw) for key, _, raw in pairs}
+
+
+def _pair_value(raw: str) -> Any:
+    """The value of a ``key=value`` pair: a number, a yes/no or null as YAML reads it, else the text as given: a
+    name is never YAML's reading of it (``#id`` is a column name, not a comment; ``*x`` is not an alias)."""
+    if not raw.strip():
+        return None
+    try:
+        value = _yaml(raw)
+    except yaml.YAMLError:
+        return raw.strip()
+    if isinstance(value, str) or (value is None and raw.strip() not in ("~", *NULL_WORDS)):
+        return raw.strip()
+    return value
 
 
 class _Form:
@@ -109,6 +145,35 @@ class _Form:
 
 
 _FORMS = {list: _Form(comma_list, "list[str]"), dict: _Form(mapping, "dict[str, Any]")}
+
+
+def _read_text(value: Any, optional: bool) -> str | None:
+    """A text option's value (a name, a path, a separator): the command-line word as typed, never read as YAML
+    (``,``, ``:``, ``#``, ``*x``, ``!x`` are themselves), ``none`` or ``null`` for null where the option may be
+    null; from a ``--config`` file, the string YAML read, or the number it read from an unquoted name
+    (``output_dir: 2024`` is the folder 2024)."""
+    if isinstance(value, str):
+        return None if optional and value in NULL_WORDS else value
+    if value is None and optional:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    raise BadValue(f"expected a string{' or null' if optional else ''}, not {value!r}")
+
+
+_TEXT = _Form(functools.partial(_read_text, optional=False), "str")
+_OPTIONAL_TEXT = _Form(functools.partial(_read_text, optional=True), "Optional[str]")
+
+
+def _option_type(tp: Any) -> Any:
+    """The ``type`` an option is parsed with: a text option (``str``, ``str | None``: names, paths, separators) is
+    read by :func:`_read_text`, never as YAML; a list or a mapping by :data:`_FORMS`; anything else is the type
+    that jsonargparse checks (a range, a choice)."""
+    if tp is str:
+        return _TEXT
+    if get_origin(tp) in (typing.Union, types.UnionType) and set(get_args(tp)) == {str, type(None)}:
+        return _OPTIONAL_TEXT
+    return _FORMS.get(get_origin(tp), parser_type(tp))
 
 
 class _ConfigFile(ActionConfigFile):
@@ -170,8 +235,8 @@ def run_parser() -> ArgumentParser:
         section = name.partition(".")[0] if "." in name else "run"
         # A yes/no option may stand alone (--overwrite), as well as take its value (--overwrite true).
         flag = {"nargs": "?", "const": True} if tp is bool else {}
-        groups[section].add_argument(f"--{name}", type=_FORMS.get(get_origin(tp), parser_type(tp)), default=default,
-                                     help=f.metadata["help"], **flag)
+        groups[section].add_argument(f"--{name}", type=_option_type(tp), default=default, help=f.metadata["help"],
+                                     **flag)
     return parser
 
 
@@ -183,7 +248,7 @@ def parse_options(options: Sequence[str] | Mapping[str, Any]) -> RunConfig:
         if isinstance(options, Mapping):
             namespace = parser.parse_object(_sections(options))
         else:
-            namespace = parser.parse_args(_config_first(list(options)))
+            namespace = parser.parse_args(_config_first(_command_words(parser, options, RunConfig)))
     except argparse.ArgumentError as err:
         raise ConfigError(one_line(str(err), _fields(RunConfig))) from None
     values = namespace.as_dict()
@@ -263,6 +328,40 @@ def _build(cls: type, values: dict[str, Any]) -> Any:
 
     return cls(**{k: _build(hints[k], v) if dataclasses.is_dataclass(hints[k]) else plain(v)
                   for k, v in values.items()})
+
+
+def _command_words(parser: ArgumentParser, argv: Sequence[str], options: type) -> list[str]:
+    """``argv`` (of dataclass ``options``' parser), checked for what argparse and jsonargparse would take without a
+    word. An option given twice: argparse keeps the last value and drops the first, where a ``--config`` file that
+    gives a key twice is an error; a repeatable option (``--only a=1 --only b=2``, ``--encoder a --encoder b``)
+    adds each word, and ``--config`` may come several times (each file over the one before, the command line over
+    them all); an abbreviation counts as the option it stands for (``--train.l`` for ``--train.lr``). A value that
+    starts with ``#`` for an option that may be null: jsonargparse reads it as YAML, a comment, and the option would
+    silently be null (text options, read as typed, take it: ``--data.separator '#'``)."""
+    actions, fields = parser._option_string_actions, _fields(options)
+    seen: dict[str, str] = {}
+    for i, word in enumerate(argv):
+        if word == "--":  # the words after it are no options
+            break
+        if not word.startswith("--"):
+            continue
+        name, equals, value = word.partition("=")
+        action = actions.get(name)
+        if action is None:  # an abbreviation argparse expands where it is unique; anything else argparse refuses
+            matches = {id(a): a for option, a in actions.items() if option.startswith(name)}
+            action = next(iter(matches.values())) if len(matches) == 1 else None
+        if action is None or isinstance(action, _Repeat | ActionConfigFile) or not action.option_strings:
+            continue
+        option = action.option_strings[-1]
+        if action.dest in seen:
+            spelt = sorted({seen[action.dest], name} - {option})
+            raise ConfigError(f"{option}: given twice on the command line{f' (as {spelt[0]})' if spelt else ''}; "
+                              "give it once")
+        seen[action.dest] = name
+        value = value if equals else argv[i + 1] if i + 1 < len(argv) else ""
+        if value.lstrip().startswith("#") and not isinstance(action.type, _Form) and action.dest in fields:
+            raise ConfigError(f"{option}: expected {describe_type(fields[action.dest][1])}, not {value!r}")
+    return list(argv)
 
 
 def _config_first(argv: list[str]) -> list[str]:
@@ -394,7 +493,7 @@ def command_parser(options: type, prog: str, description: str, epilog: str = "",
     for name, tp, f in option_fields(options):
         text, listed = f.metadata["help"], get_origin(tp) is list
         if f.metadata.get("positional"):
-            parser.add_argument(name, nargs="+" if listed else None, type=str if listed else parser_type(tp),
+            parser.add_argument(name, nargs="+" if listed else None, type=_TEXT if listed else _option_type(tp),
                                 metavar=name.upper(), help=text)
             continue
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
@@ -406,8 +505,7 @@ def command_parser(options: type, prog: str, description: str, epilog: str = "",
                                 **given)
             continue
         alone = {"nargs": "?", "const": True} if tp is bool else {}  # --overwrite, as well as --overwrite true
-        parser.add_argument(flag, dest=name, type=_FORMS.get(get_origin(tp), parser_type(tp)), help=text, **given,
-                            **alone)
+        parser.add_argument(flag, dest=name, type=_option_type(tp), help=text, **given, **alone)
     return parser
 
 
@@ -417,7 +515,7 @@ def parse_command(options: type, prog: str, argv: Sequence[str], description: st
     option at fault (an unknown one with the closest valid name)."""
     parser = command_parser(options, prog, description, epilog, config)
     try:
-        values = parser.parse_args(_config_first(list(argv))).as_dict()
+        values = parser.parse_args(_config_first(_command_words(parser, argv, options))).as_dict()
     except argparse.ArgumentError as err:
         raise ConfigError(one_line(str(err), _fields(options))) from None
     values.pop("config", None)
@@ -439,11 +537,15 @@ def _words(value: Any, option: str) -> list[str]:
 class Command:
     """A ``hire`` command: its name, its line in ``hire --help``, and ``main``, which runs it on the words after
     its name (:func:`typed_command` parses them into the command's options; :func:`command_group` hands them to
-    one of its commands). The lab's commands plug in as such objects (``hire.commands`` entry points)."""
+    one of its commands). The lab's commands plug in as such objects (``hire.commands`` entry points).
+    ``options`` is the dataclass of a typed command's options and ``commands`` a group's commands: what a test
+    that walks every command (its output options) finds them by."""
 
     name: str
     help: str
     main: Callable[[list[str]], int]
+    options: type | None = None
+    commands: tuple[Command, ...] = ()
 
 
 def typed_command(name: str, options: type, run: Callable[[Any], int], help: str, description: str | None = "",
@@ -453,7 +555,7 @@ def typed_command(name: str, options: type, run: Callable[[Any], int], help: str
     options' docstring, ``Options.__doc__``, which says what the command does) and ``epilog``."""
     prog = prog or f"hire {name}"
     return Command(name, help, lambda words: run(parse_command(options, prog, words, description or help, epilog,
-                                                                config)))
+                                                                config)), options)
 
 
 def folder_command(name: str, made_by: str, run: Callable[[str], int], help: str, description: str) -> Command:
@@ -468,7 +570,8 @@ def folder_command(name: str, made_by: str, run: Callable[[str], int], help: str
 def command_group(prog: str, help: str, description: str, commands: Sequence[Command], epilog: str = "") -> Command:
     """A command made of commands (``hire experiment run|status|...``): the first word picks one; ``--help``
     lists them. ``prog`` is the group's command line (``hire experiment``), its last word the group's name."""
-    return Command(prog.rpartition(" ")[2], help, lambda words: dispatch(prog, description, commands, words, epilog))
+    return Command(prog.rpartition(" ")[2], help, lambda words: dispatch(prog, description, commands, words, epilog),
+                   commands=tuple(commands))
 
 
 def dispatch(prog: str, description: str, commands: Sequence[Command], words: Sequence[str], epilog: str = "") -> int:

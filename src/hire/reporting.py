@@ -44,8 +44,25 @@ def csv_table(rows: list[list[str]]) -> str:
     return buffer.getvalue()
 
 
+# Metrics that count things (a tagger's scored words, a split's examples ...): shown as whole numbers, never x100.
+COUNTS = frozenset({"words", "examples", "sentences", "questions", "candidates", "entities", "support", "tokens"})
+SETTINGS = ("score", "steps", "train time", "mixed precision")  # the columns after the metrics
+
+
+def metric_cell(name: str, value: Any) -> str:
+    """A dev metric as the table shows it: a count (:data:`COUNTS`, or a whole number written as one) as an
+    integer, a rate x100 with two decimals."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if name in COUNTS or isinstance(value, int):
+        return str(round(value))
+    return f"{100 * value:.2f}"
+
+
 def runs_table(rows: list[dict[str, Any]]) -> str:
-    """A Markdown table: one row per run, its dev metrics (x100), the score and the training time."""
+    """A Markdown table: one row per run, its dev metrics (rates x100, counts as they are), the score, the steps,
+    the training time and the mixed-precision setting. Every column has its own header: a metric named as one of
+    the settings' columns (a tagger's ``precision``) is headed ``dev NAME``."""
     metric_names: list[str] = []
     for row in rows:
         for split, metrics in row["dev"].items():
@@ -53,17 +70,26 @@ def runs_table(rows: list[dict[str, Any]]) -> str:
                 key = f"{split}/{name}" if len(row["dev"]) > 1 else name
                 if key not in metric_names and name != "score":
                     metric_names.append(key)
-    header = ["run", "task", "head", *metric_names, "score", "steps", "train time", "precision"]
+    headers = [f"dev {key}" if key in ("run", "task", "head", *SETTINGS) else key for key in metric_names]
+    header = ["run", "task", "head", *headers, *SETTINGS]
     lines = []
     for row in rows:
         values = []
         for key in metric_names:
             split, _, name = key.rpartition("/")
             metrics = row["dev"][split] if split else next(iter(row["dev"].values()))
-            values.append(f"{100 * metrics[name]:.2f}" if name in metrics else "")
+            values.append(metric_cell(name, metrics[name]) if name in metrics else "")
         lines.append([Path(row["run"]).name, row["task"], row["head"], *values, f"{100 * row['score']:.2f}",
                       str(row["steps"]), f"{row['train_seconds'] / 60:.1f} min", row["mixed_precision"]])
     return "\n".join(markdown_table(header, lines) + glue_scores(rows))
+
+
+def is_runs_table(line: str) -> bool:
+    """Whether ``line`` (a file's first) is the header of a table :func:`runs_table` made (``hire report
+    --markdown`` writes a file again only where it wrote it)."""
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    return cells[:3] == ["run", "task", "head"] and cells[-2:] in (["train time", "precision"],
+                                                                   ["train time", "mixed precision"])
 
 
 def glue_scores(rows: list[dict[str, Any]]) -> list[str]:

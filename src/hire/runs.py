@@ -42,7 +42,7 @@ from typing import IO, Any
 
 import yaml
 
-from hire.checks import MARKER, ConfigError, is_run_folder, replacing
+from hire.checks import MARKER, OUTPUT_MARKER, ConfigError, is_run_folder, output_owner, replacing
 from hire.config import RunConfig, option_fields
 from hire.hardware import resolve_mixed_precision
 
@@ -210,6 +210,20 @@ def mark_run_folder(out: Path) -> None:
     from hire import __version__
 
     write_atomic(out / MARKER, json.dumps({"hire": __version__}) + "\n")
+
+
+def mark_output_folder(out: str | Path, command: str) -> Path:
+    """Create a lab command's output folder (or take the one it has) and write its marker, :data:`OUTPUT_MARKER`
+    naming ``command``, before the command's first file: a later run of the same command recognises the folder
+    as its own (:func:`hire.checks.check_own_folder`), any other command as not its own. Call it where the first
+    file is written, never earlier (a command refused before that leaves nothing behind). Returns the folder."""
+    from hire import __version__
+
+    folder = Path(out).expanduser()
+    folder.mkdir(parents=True, exist_ok=True)
+    if output_owner(folder) != command:
+        write_atomic(folder / OUTPUT_MARKER, json.dumps({"command": command, "hire": __version__}) + "\n")
+    return folder
 
 
 # -- the lock ----------------------------------------------------------------------------------------

@@ -14,7 +14,10 @@ with I- and uses B- only right after a chunk of the same type; IOB2 begins every
 every chunk with E- and marks a one-word chunk S-. All three are converted to IOB2, the scheme that seqeval's
 strict mode scores. ``auto`` detects the scheme: S- or E- anywhere is BIOES, an I- that begins a chunk is IOB1,
 else IOB2; any other tag makes the tags plain (``none``: parts of speech), kept as they are. Tags that fit no
-single scheme are an error naming the first tag at which they stop fitting.
+single scheme are an error naming the first tag at which they stop fitting. The prefix and ``O`` are read in
+either case (``b-per`` is ``B-per``, ``o`` is ``O``: written so, as seqeval's strict mode reads only upper-case
+prefixes); the type keeps its case. A file of ``O`` tags alone fits every scheme (:attr:`TokenFile.fits`), so
+it agrees with files of any scheme.
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from hire.data.examples import DataError, TokenExample
+from hire.data.examples import DataError, MissingData, TokenExample
 from hire.data.files import data_error, default_data_dir, iter_lines
+from hire.data.glue import data_dir_option_name
 
 __all__ = ["FORMATS", "SCHEMES", "TokenFile", "check_tags", "default_conll2003_dir", "read_conll2003",
            "read_token_file", "tag_names"]
@@ -48,6 +52,10 @@ class TokenFile:
     scheme: str
     path: Path
     format: str = "conll"
+    # The schemes the tags fit (a file of O tags alone fits all three), and for plain tags detected by "auto"
+    # the line and tag of the first that is not a chunk tag: what a message names when files disagree.
+    fits: tuple[str, ...] = ()
+    plain: tuple[int, str] | None = None
 
 
 # Tag scheme evidence: what a tag shows (said of it in messages), and the schemes it rules out.
@@ -65,11 +73,12 @@ _Position = tuple[int, int]  # (sentence, word)
 
 
 def _split_tag(tag: str) -> tuple[str, str] | None:
-    """``("B", "PER")`` for ``"B-PER"``, ``("O", "")`` for ``"O"``; None for a tag of no chunk scheme."""
-    if tag == "O":
+    """``("B", "PER")`` for ``"B-PER"``, ``("O", "")`` for ``"O"``; None for a tag of no chunk scheme. The prefix
+    and ``O`` in either case (``b-per`` is ``("B", "per")``): a lower-case file is still entities."""
+    if tag in ("O", "o"):
         return "O", ""
-    if len(tag) > 2 and tag[1] == "-" and tag[0] in "BIES":
-        return tag[0], tag[2:]
+    if len(tag) > 2 and tag[1] == "-" and tag[0] in "BIESbies":
+        return tag[0].upper(), tag[2:]
     return None
 
 
@@ -95,6 +104,11 @@ def _evidence(tag_lists: Sequence[Sequence[tuple[str, str]]]) -> dict[str, _Posi
     return first
 
 
+def _fitting(first: dict[str, _Position]) -> list[str]:
+    """The schemes (in ``_PREFERENCE`` order) that no evidence rules out."""
+    return [name for name in _PREFERENCE if not any(name in _EVIDENCE[k][1] for k in first)]
+
+
 def _resolve_scheme(scheme: str, first: dict[str, _Position], where: Callable[[_Position], tuple[int, str]],
                     path: Path) -> str:
     """The scheme the tags are read in: ``scheme`` checked against the evidence, or the one ``auto`` detects.
@@ -113,7 +127,7 @@ def _resolve_scheme(scheme: str, first: dict[str, _Position], where: Callable[[_
         line, text = say(kind)
         raise data_error(path, line, f"{text}, which {scheme.upper()} does not allow (the tags are read as "
                                      f"{scheme.upper()})")
-    fitting = [name for name in _PREFERENCE if not any(name in _EVIDENCE[k][1] for k in first)]
+    fitting = _fitting(first)
     if fitting:
         return fitting[0]
     # No scheme fits: name the first tag at which none does, and the earlier tag it conflicts with.
@@ -127,12 +141,14 @@ def _resolve_scheme(scheme: str, first: dict[str, _Position], where: Callable[[_
 
 
 def _to_iob2(tags: Sequence[tuple[str, str]], scheme: str) -> tuple[str, ...]:
-    """Split tags of a checked ``scheme`` (iob1 or bioes) as IOB2 tags."""
+    """Split tags of a checked ``scheme`` as IOB2 tags (for iob2 itself: the prefixes written upper-case)."""
     out = []
     prev_p, prev_t = "O", ""
     for p, t in tags:
         if scheme == "bioes":
             q = {"S": "B", "E": "I"}.get(p, p)
+        elif scheme == "iob2":
+            q = p
         else:  # IOB1: an I- that begins a chunk becomes B-
             q = "B" if p == "I" and not (prev_p in ("B", "I") and prev_t == t) else p
         out.append("O" if q == "O" else f"{q}-{t}")
@@ -207,6 +223,9 @@ def _conll_sentences(path: Path, token_column: int, tag_column: int, separator: 
         if not columns:  # the first word line fixes the separator and the columns
             if separator is None and "\t" in line:
                 separator = "\t"
+            elif separator is not None and separator not in line.strip() and require_tags:  # not the tag's fault
+                raise data_error(path, number, f"the column separator given, {separator!r}, is not in the line: give "
+                                               "the one its columns have, or none to split at a tab or runs of spaces")
             columns, first_line = len(split(line)), number
             token_index, tag_index = _layout(path, number, columns, token_column, tag_column, require_tags)
         fields = split(line)
@@ -244,6 +263,7 @@ def _jsonl_sentences(path: Path, require_tags: bool) -> tuple[list[_Sentence], i
     """The sentences of a token JSON-lines file, and the number of lines read."""
     sentences: list[_Sentence] = []
     first: tuple[int, bool, bool] | None = None  # the first object's line, whether it has tags and a document
+    first_record: dict[str, Any] = {}
     guids: dict[str, int] = {}
     number = 0
     for number, line in iter_lines(path):
@@ -258,11 +278,14 @@ def _jsonl_sentences(path: Path, require_tags: bool) -> tuple[list[_Sentence], i
             raise data_error(path, number, 'expected a JSON object {"tokens": [...], "tags": [...]}, found ' + found)
         tokens = _strings(path, number, record, "tokens", "token")
         has_tags, has_document = record.get("tags") is not None, "document" in record
-        first = first or (number, has_tags, has_document)
+        if first is None:
+            first, first_record = (number, has_tags, has_document), record
         if not has_tags and (require_tags or first[1]):
-            raise data_error(path, number, f"no \"tags\" (keys: {sorted(record)})")
+            found = '"tags" is null' if "tags" in record else f'no "tags" (keys: {sorted(record)})'
+            raise data_error(path, number, found + (f", but line {first[0]} has tags" if first[1] else ""))
         if has_tags and not first[1]:
-            raise data_error(path, number, f"this line has tags but line {first[0]} has none")
+            none = '"tags" is null' if "tags" in first_record else 'no "tags"'
+            raise data_error(path, number, f"this line has tags but line {first[0]} has none ({none} there)")
         if has_document != first[2]:
             raise data_error(path, number, f"only one of this line and line {first[0]} has a \"document\"")
         tags = _strings(path, number, record, "tags", "tag") if has_tags else None
@@ -280,11 +303,23 @@ def _jsonl_sentences(path: Path, require_tags: bool) -> tuple[list[_Sentence], i
     return sentences, number
 
 
+@dataclass
+class _Tags:
+    """What :func:`_checked_tags` found: the scheme, the tags as IOB2 (or as read, for plain tags), the schemes
+    they fit, and for plain tags detected by "auto" the first that is not a chunk tag (its line and text)."""
+
+    scheme: str
+    tag_lists: list[tuple[str, ...] | None]
+    fits: tuple[str, ...]
+    plain: tuple[int, str] | None = None
+
+
 def _checked_tags(sentences: list[_Sentence], scheme: str, line_of: Callable[[_Sentence, int], int],
-                  path: Path) -> tuple[str, list[tuple[str, ...] | None]]:
+                  path: Path) -> _Tags:
     """The scheme the sentences' tags are read in (checked, or detected for "auto"), and their tags as IOB2."""
     if scheme == "none" or sentences[0].tags is None:  # every sentence of a file has tags, or none has
-        return ("none" if scheme == "auto" else scheme), [sentence.tags for sentence in sentences]
+        named = "none" if scheme == "auto" else scheme
+        return _Tags(named, [sentence.tags for sentence in sentences], (named,))
     tag_lists = [sentence.tags or () for sentence in sentences]
     splits = {tag: _split_tag(tag) for tags in tag_lists for tag in set(tags)}
 
@@ -295,15 +330,16 @@ def _checked_tags(sentences: list[_Sentence], scheme: str, line_of: Callable[[_S
                  None)
     if plain is not None:
         if scheme == "auto":
-            return "none", list(tag_lists)
+            return _Tags("none", list(tag_lists), ("none",), where(plain))
         line, tag = where(plain)
         raise data_error(path, line, f"tag {tag!r} is not O or a B-, I-, E- or S- prefix and a type, as "
                                      f"{scheme.upper()} needs")
     split_lists = [[splits[tag] for tag in tags] for tags in tag_lists]
-    scheme = _resolve_scheme(scheme, _evidence(split_lists), where, path)
-    if scheme in ("iob1", "bioes"):
-        return scheme, [_to_iob2(parts, scheme) for parts in split_lists]
-    return scheme, list(tag_lists)
+    first = _evidence(split_lists)
+    scheme = _resolve_scheme(scheme, first, where, path)
+    fitting = _fitting(first)
+    fits = tuple(fitting) if len(fitting) > 1 else (scheme,)  # several only for O tags alone
+    return _Tags(scheme, [_to_iob2(parts, scheme) for parts in split_lists], fits)
 
 
 def read_token_file(path: str | Path, *, format: str = "conll", token_column: int = 0, tag_column: int = -1,
@@ -342,7 +378,8 @@ def read_token_file(path: str | Path, *, format: str = "conll", token_column: in
     def line_of(sentence: _Sentence, word: int) -> int:
         return sentence.line + word if format == "conll" else sentence.line
 
-    scheme, tag_lists = _checked_tags(sentences, scheme, line_of, path)
+    found = _checked_tags(sentences, scheme, line_of, path)
+    tag_lists = found.tag_lists
     # Documents are numbered from 0 in the order they first appear (-DOCSTART- count or the JSON "document").
     numbers: dict[Any, int] = {}
     examples = [
@@ -351,7 +388,8 @@ def read_token_file(path: str | Path, *, format: str = "conll", token_column: in
                      else numbers.setdefault(sentence.document, len(numbers)), line=sentence.line)
         for i, (sentence, tags) in enumerate(zip(sentences, tag_lists, strict=True))
     ]
-    return TokenFile(examples=examples, scheme=scheme, path=path, format=format)
+    return TokenFile(examples=examples, scheme=found.scheme, path=path, format=format, fits=found.fits,
+                     plain=found.plain)
 
 
 def tag_names(examples: Iterable[TokenExample]) -> list[str]:
@@ -421,11 +459,11 @@ def read_conll2003(data_dir: str | Path | None, split: str, tag_column: str | in
     path = next((path for path in paths if path.is_file()), None)
     if path is None:
         missing = "there is no folder " + str(root) if not root.is_dir() else "neither file exists"
-        raise DataError(f"CoNLL-2003 {split} data not found: {paths[0]} or {paths[1]} ({missing}); set the data "
-                        f"dir with --data.data_dir or {ENV_VAR}")
+        raise MissingData(f"CoNLL-2003 {split} data not found: {paths[0]} or {paths[1]} ({missing}); set the data "
+                          f"dir with {data_dir_option_name()} or {ENV_VAR}")
     if isinstance(tag_column, str):
         column = _CONLL2003_COLUMNS[tag_column]
         scheme = "none" if tag_column == "pos" else "iob2" if path == paths[0] else "iob1"
     else:
         column, scheme = tag_column, "auto"
-    return read_token_file(path, tag_column=column, scheme=scheme, option="--data.data_dir")
+    return read_token_file(path, tag_column=column, scheme=scheme, option=data_dir_option_name())

@@ -23,9 +23,14 @@ from pathlib import Path
 from hire.data.examples import DataError
 from hire.data.files import data_error, default_data_dir, iter_lines
 
-__all__ = ["EmptyNode", "MultiwordToken", "Sentence", "Word", "default_ud_dir", "find_treebank", "read_conllu"]
+__all__ = ["EmptyNode", "MultiwordToken", "Sentence", "SplitFiles", "Word", "default_ud_dir", "find_treebank",
+           "read_conllu"]
 
 UD_ENV = "HIRE_UD_DIR"
+TREEBANK_HELP = ("UD treebank: a folder (<name>-ud-{train,dev,test}.conllu) or each split named, "
+                 "train=PATH,dev=PATH,test=PATH (PATH a .conllu file or a treebank folder; a split named twice "
+                 "combines its files), e.g. train=en_ewt,dev=en_ewt,test=en_pud to test on another treebank "
+                 "(default: $HIRE_UD_DIR or ../shared/data/ud/en_ewt)")
 SPLITS = ("train", "dev", "test")
 _COLUMNS = 10
 _FEATURE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\[\]-]*=[A-Za-z0-9_][A-Za-z0-9_,.+-]*")
@@ -132,31 +137,88 @@ def read_conllu(path: str | Path) -> list[Sentence]:
     return sentences
 
 
-def find_treebank(directory: str | Path, option: str = "--treebank") -> dict[str, Path]:
-    """A UD treebank folder's files, by UD's names: ``{"train": .../<x>-ud-train.conllu, "dev": ..., "test": ...}``.
+@dataclass(frozen=True)
+class SplitFiles:
+    """The CoNLL-U file(s) of one split: one treebank's, or several combined (read one after another)."""
 
-    DataError (naming ``option`` and the folder) where the folder is missing, or lacks a split or holds two
-    files for one.
+    paths: tuple[Path, ...]
+
+    def __str__(self) -> str:
+        return " + ".join(str(p) for p in self.paths)
+
+    @property
+    def parent(self) -> str:
+        """The folder(s) the files are in (for a report's "from ..." line)."""
+        return " + ".join(dict.fromkeys(str(p.parent) for p in self.paths))
+
+    def read(self) -> list[Sentence]:
+        """Every sentence of every file, in order (:func:`read_conllu`: DataError naming file and line)."""
+        return [x for p in self.paths for x in read_conllu(p)]
+
+
+def _split_file(folder: Path, split: str, option: str, spec: str) -> Path | None:
+    """The folder's ``<name>-ud-<split>.conllu`` (None where it has none); two of them are a DataError."""
+    matches = sorted(folder.glob(f"*-ud-{split}.conllu"))
+    if len(matches) > 1:
+        raise DataError(f"{option} {spec}: {len(matches)} {split} files in {folder} "
+                        f"({', '.join(p.name for p in matches)}); name the file: {option} {split}=FILE")
+    return matches[0] if matches else None
+
+
+def find_treebank(spec: str | Path, option: str = "--treebank", need: tuple[str, ...] = SPLITS,
+                  command: str = "this command") -> dict[str, SplitFiles]:
+    """The CoNLL-U files of each split that ``spec`` names, by split (``train``, ``dev``, ``test``, as found).
+
+    ``spec`` is a treebank folder, whose files go by UD's names (``<name>-ud-train.conllu``, ``-dev``, ``-test``;
+    any subset: PUD releases a test file alone), or split assignments separated by commas, each
+    ``SPLIT=PATH`` with PATH a CoNLL-U file or a treebank folder (its file of that split); a split named more than
+    once combines its files (train on two treebanks). So ``train=en_ewt,dev=en_ewt,test=en_pud`` trains on one
+    treebank and tests on another. The splits of ``need`` that are missing are a DataError of one line naming the
+    option, what was found, and how to name the rest.
     """
-    folder = Path(directory).expanduser()
-    if not folder.is_dir():
-        what = "a file, not a folder" if folder.exists() else "no such folder"
-        raise DataError(f"{option} {folder}: {what} (a UD treebank folder holds <name>-ud-train.conllu, "
-                        "-dev.conllu and -test.conllu)")
-    found: dict[str, Path] = {}
-    for split in SPLITS:
-        matches = sorted(folder.glob(f"*-ud-{split}.conllu"))
-        if len(matches) > 1:
-            raise DataError(f"{option} {folder}: {len(matches)} {split} files ({', '.join(p.name for p in matches)});"
-                            " a treebank folder holds one of each split")
-        if matches:
-            found[split] = matches[0]
-    missing = [s for s in SPLITS if s not in found]
+    text = str(spec)
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    named = bool(items) and all(re.match(r"^(train|dev|test)=", item) for item in items)
+    if not named and any(re.match(r"^\w+=", item) for item in items):
+        bad = next(item for item in items if not re.match(r"^(train|dev|test)=", item))
+        raise DataError(f"{option} {text}: {bad!r} is not SPLIT=PATH with SPLIT one of train, dev, test")
+    found: dict[str, list[Path]] = {}
+    if named:
+        for item in items:
+            split, _, where = item.partition("=")
+            if not where.strip():
+                raise DataError(f"{option} {text}: {split}= names no file or folder")
+            path = Path(where.strip()).expanduser()
+            if path.is_dir():
+                file = _split_file(path, split, option, text)
+                if file is None:
+                    raise DataError(f"{option} {text}: {path} holds no *-ud-{split}.conllu for {split}=")
+                path = file
+            elif not path.is_file():
+                raise DataError(f"{option} {text}: {split}={path}: no such file or folder")
+            if path in found.get(split, []):
+                raise DataError(f"{option} {text}: {path} is named twice for {split}")
+            found.setdefault(split, []).append(path)
+    else:
+        folder = Path(text).expanduser()
+        if not folder.is_dir():
+            what = "a file, not a folder" if folder.exists() else "no such folder"
+            raise DataError(f"{option} {folder}: {what} (a UD treebank folder holds <name>-ud-train.conllu, "
+                            "-dev.conllu and/or -test.conllu; or name each split: train=PATH,dev=PATH,test=PATH)")
+        for split in SPLITS:
+            file = _split_file(folder, split, option, text)
+            if file is not None:
+                found[split] = [file]
+        if not found:
+            raise DataError(f"{option} {folder}: no CoNLL-U file (expected <name>-ud-train.conllu, "
+                            "<name>-ud-dev.conllu and/or <name>-ud-test.conllu, as UD releases them)")
+    missing = [s for s in need if s not in found]
     if missing:
-        what = "no CoNLL-U file" if not found else f"no {' or '.join(missing)} file"
-        raise DataError(f"{option} {folder}: {what} (expected <name>-ud-train.conllu, <name>-ud-dev.conllu and "
-                        "<name>-ud-test.conllu, as UD releases them)")
-    return found
+        has = ", ".join(found) or "no split"
+        example = ",".join(f"{s}={'FILE_OR_FOLDER' if s in missing else str(found[s][0])}" for s in need)
+        raise DataError(f"{option} {text}: {command} needs the {' and '.join(missing)} split(s) as well, and this "
+                        f"holds {has}; name each split's file or treebank folder, e.g. {option} {example}")
+    return {s: SplitFiles(tuple(found[s])) for s in SPLITS if s in found}
 
 
 def parse_feats(text: str) -> dict[str, str] | None:
@@ -175,10 +237,22 @@ def parse_feats(text: str) -> dict[str, str] | None:
 
 
 def _sentences(path: Path) -> Iterator[Sentence]:
-    """The sentences of each block of non-blank lines (blank lines end a sentence)."""
+    """The sentences of each block of non-blank lines (blank lines end a sentence). A line of spaces or tabs
+    alone also ends one; where the block after it goes on with a sentence (its first line is a word line that
+    is not word 1), the error names that line, not the word after it."""
+    spaces = 0  # the last line of whitespace alone before this block (0: none)
     for blank, block in itertools.groupby(iter_lines(path), key=lambda numbered: not numbered[1].strip()):
-        if not blank:
-            yield from _sentence(path, list(block))
+        lines = list(block)
+        if blank:
+            spaces = next((number for number, line in reversed(lines) if line), 0)
+            continue
+        ident = lines[0][1].split("\t", 1)[0]
+        if spaces and not ident.startswith("#") and not re.fullmatch(r"1|1-\d+|0\.\d+", ident):
+            raise data_error(path, spaces, f"a line of whitespace alone, which ends a sentence, but line "
+                                           f"{lines[0][0]} goes on with word {ident!r}; remove the whitespace (a "
+                                           "line between words must hold a word)")
+        spaces = 0
+        yield from _sentence(path, lines)
 
 
 def _sentence(path: Path, block: list[tuple[int, str]]) -> Iterator[Sentence]:

@@ -9,6 +9,11 @@ class DataError(ValueError):
     """Bad input data. The message always names the file (and line, where there is one) at fault."""
 
 
+class MissingData(DataError):
+    """A named data set's split file is not there (a folder without GLUE's ``test.tsv``, say): an error where the
+    split is needed, and no error where it is not (``hire evaluate --split dev`` never reads the test split)."""
+
+
 @dataclass(frozen=True)
 class Example:
     """One sentence or sentence pair.

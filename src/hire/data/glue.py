@@ -18,7 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hire.data.examples import DataError, Example
+from hire.data.examples import DataError, Example, MissingData
 from hire.data.files import data_error, default_data_dir, iter_lines
 
 __all__ = ["GLUE_TASKS", "TaskSpec", "data_dir_option", "default_glue_dir", "get_task", "read_glue_split",
@@ -40,6 +40,12 @@ def data_dir_option(option: str) -> Iterator[None]:
         yield
     finally:
         _DATA_DIR_OPTION.reset(token)
+
+
+def data_dir_option_name() -> str:
+    """The option that sets the data dir in the running command (:func:`data_dir_option`), for the messages of
+    every named data set's reader (GLUE, CoNLL-2003, WikiQA)."""
+    return _DATA_DIR_OPTION.get()
 
 
 @dataclass(frozen=True)
@@ -234,7 +240,7 @@ def read_glue_split(task: str | TaskSpec, split: str, data_dir: str | Path | Non
     path = folder / spec.splits[split]
     if not path.is_file():
         missing = f"there is no folder {folder}" if not folder.is_dir() else "the file does not exist"
-        raise DataError(
+        raise MissingData(
             f"GLUE data for {spec.name} split {split!r} not found: {path} ({missing}); "
             f"set the data dir with {option or _DATA_DIR_OPTION.get()} or {ENV_VAR}"
         )

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hire.data.examples import DataError
+from hire.data.examples import DataError, MissingData
 from hire.data.files import (
     EXTENSIONS,
     data_error,
@@ -39,6 +39,7 @@ from hire.data.files import (
     number_value,
     text_value,
 )
+from hire.data.glue import data_dir_option_name
 
 __all__ = ["FIELDS", "FORMATS", "KEEP", "WIKIQA_COLUMNS", "WIKIQA_ENV", "RankingExample", "RankingFile",
            "check_grades", "default_wikiqa_dir", "group_questions", "keep_questions", "read_ranking_file",
@@ -183,6 +184,7 @@ def _records(path: Path, kind: str, columns: dict[str, str | int], indexed: bool
         needed = max(indices.values()) + 1
         if width < needed:
             raise data_error(path, first[0], f"expected at least {needed} fields (columns {indices}), found {width}")
+        _refuse_header(path, first[0], {name: first[1][index] for name, index in indices.items()})
 
         def indexed_rows() -> Iterator[tuple[int, dict[str, Any]]]:
             for number, fields in itertools.chain([first], rows):
@@ -217,6 +219,25 @@ def _records(path: Path, kind: str, columns: dict[str, str | int], indexed: bool
             raise data_error(path, header_line + 1, "the file has a header but no data rows")
 
     return has_label, named_rows()
+
+
+# Column names that a header row of a ranking file holds (lower-cased): the fields', WikiQA's and common ones.
+_HEADER_NAMES = frozenset({*FIELDS, *(str(c).lower() for c in WIKIQA_COLUMNS.values()), "id", "query", "query_id",
+                           "doc", "docid", "doc_id", "document", "passage_id", "text", "sentence", "answer",
+                           "relevance", "rel", "grade", "score", "title"})
+
+
+def _refuse_header(path: Path, number: int, row: dict[str, str]) -> None:
+    """Columns given as indices read a file without a header, where every row is a candidate: a first row that
+    is a header (two of its fields are column names, or its label is a column name) would silently become a
+    question of its own. Refuse it, naming what it holds."""
+    names = [name for name, value in row.items() if value.strip().lower() in _HEADER_NAMES]
+    label = row.get("label")
+    if len(names) >= 2 or (label is not None and label.strip().lower() in _HEADER_NAMES):
+        shown = ", ".join(f"{name} {row[name]!r}" for name in names or ["label"])
+        raise data_error(path, number, f"this line looks like a header ({shown}), but columns given as indices "
+                                       "read a file without one, every line a candidate; name the columns instead "
+                                       "(e.g. qid=QuestionID) or remove the header line")
 
 
 def _identifier(path: Path, number: int, name: str, value: Any) -> str:
@@ -322,6 +343,6 @@ def read_wikiqa(data_dir: str | Path | None, split: str, keep: str = "has-positi
     folder = Path(data_dir) if data_dir is not None else default_wikiqa_dir()
     path = folder / f"WikiQA-{split}.tsv"
     if not path.is_file():
-        raise DataError(f"{path}: file not found (set --data.data_dir or ${WIKIQA_ENV} to the folder of "
+        raise MissingData(f"{path}: file not found (set {data_dir_option_name()} or ${WIKIQA_ENV} to the folder of "
                         "WikiQA-{train,dev,test}.tsv)")
-    return read_ranking_file(path, format="tsv", columns=WIKIQA_COLUMNS, keep=keep, option="--data.data_dir")
+    return read_ranking_file(path, format="tsv", columns=WIKIQA_COLUMNS, keep=keep, option=data_dir_option_name())

@@ -54,7 +54,7 @@ from hire.experiments.loop import (
     train_command,
 )
 from hire.experiments.records import collect_cell, records_dir
-from hire.experiments.status import CellStatus, cell_status, cell_statuses, matches_only
+from hire.experiments.status import TO_TRAIN, CellStatus, cell_status, cell_statuses, matches_only
 
 MAX_TIMEOUTS = 3  # how often a cell's job is requeued after reaching its time limit (preemptions do not count)
 STOP_SECONDS = 60  # how long `hire train` has to stop after Ctrl-C before it is killed (SLURM gives 90 s)
@@ -323,7 +323,7 @@ def submit_experiment(exp: Experiment, runs_dir: Path, exp_dir: Path, options: C
             elif max_runs is None or len(todo) < max_runs:
                 todo.append(s)
         waiting = sum(s.state in ("running", "queued") for s in statuses)
-        left = sum(s.state in ("left", "started") for s in statuses) - len(todo)
+        left = sum(s.state in TO_TRAIN for s in statuses) - len(todo)
         say(f"{exp.name}: {len(statuses)} cells selected: {progress.already_done} done, {waiting} queued or "
             f"running, {len(todo)} to submit" + (f" ({left} more left: --max_runs {max_runs})" if left else ""))
         if dry_run:
@@ -350,10 +350,25 @@ def submit_experiment(exp: Experiment, runs_dir: Path, exp_dir: Path, options: C
             f"{runs_dir / exp.name / 'logs'}; job logs: {folder}")
     if not wait or not submitted:
         return 1 if progress.failed else 0
-    failed = wait_for(submitted, exp_dir, say, poll_seconds or (2.0 if options.executor == "local" else 60.0))
+    try:
+        failed = wait_for(submitted, exp_dir, say, poll_seconds or (2.0 if options.executor == "local" else 60.0))
+    except KeyboardInterrupt:  # this process stops waiting; the jobs are the scheduler's (or this machine's)
+        say(going_on(exp.name, options.executor, [job for _, job in submitted if not job.done()]))
+        return 130
     say(f"{exp.name}: {len(submitted) - len(failed)} cells finished now, {len(failed)} failed"
         + (f" ({', '.join(failed)})" if failed else ""))
     return 1 if failed or progress.failed else 0
+
+
+def going_on(name: str, executor: str, jobs: list[Any]) -> str:
+    """What Ctrl-C on ``--wait`` leaves: the jobs that go on training, and how to stop them (a local job's
+    controller stops its ``hire train`` on SIGINT, which resumes from its checkpoint when the cell runs again)."""
+    if not jobs:
+        return f"{name}: interrupted; every submitted job had ended"
+    ids = " ".join(str(job.job_id) for job in jobs)
+    stop = f"kill -INT {ids}" if executor == "local" else f"scancel {ids}"
+    return (f"{name}: interrupted: no longer waiting, but {len(jobs)} submitted job(s) go on training ({executor} "
+            f"job {ids}); stop them with `{stop}` (each resumes when the cell runs again)")
 
 
 def _log(runs_dir: Path, exp: Experiment, s: CellStatus) -> Path:

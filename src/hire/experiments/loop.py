@@ -47,6 +47,7 @@ from hire.experiments.records import (
 from hire.experiments.spec import Cell, ExperimentError, default_options
 from hire.experiments.status import (
     BASES,
+    TO_TRAIN,
     CellClaim,
     CellStatus,
     Estimates,
@@ -198,7 +199,7 @@ def run_experiment(exp: Experiment, runs_dir: Path, exp_dir: Path, *, max_runs: 
     with nullcontext() if dry_run else runner_lock(runs_dir), \
             ThreadPoolExecutor(jobs) if parallel else nullcontext() as pool:
         statuses = [s for s in cell_statuses(exp, runs_dir, records_dir(exp_dir)) if matches_only(s.cell, only)]
-        todo = sum(s.state in ("left", "started") for s in statuses)
+        todo = sum(s.state in TO_TRAIN for s in statuses)
         done = sum(s.state in ("done", "recorded") for s in statuses)
         say(f"{exp.name}: {len(statuses)} cells selected: {done} done, {todo} to run")
         progress = Progress()
@@ -244,7 +245,7 @@ def run_experiment(exp: Experiment, runs_dir: Path, exp_dir: Path, *, max_runs: 
                     say(f"{s.cell.id}: another runner is training it right now; left alone")
                     continue
                 s = cell_status(s.cell, s.run, records_dir(exp_dir), claims=False)
-                if s.state not in ("left", "started"):
+                if s.state not in TO_TRAIN:
                     claim.release()
                     _skip(exp, s, exp_dir, progress, dry_run, say)
                     continue

@@ -13,6 +13,9 @@
              resumes it
     left     nothing yet (a folder that holds no run of hire's is no run: ``hire train`` refuses to write there,
              and says so when the cell runs)
+    failed   left or started, but its last training failed: its log (``<runs_dir>/<name>/logs/<cell-id>.log``,
+             named in the listing) ends in ``hire train``'s error or a traceback. A runner tries it again; shown only
+             where there are such cells
     changed  the folder holds a run with another configuration (the file changed since): it is never
              overwritten; delete the folder to run the cell again
 
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -53,7 +57,9 @@ from hire.experiments.spec import (
     record_differences,
 )
 
-STATES = ("done", "recorded", "running", "queued", "started", "left", "changed")
+STATES = ("done", "recorded", "running", "queued", "started", "left", "failed", "changed")
+TO_TRAIN = ("left", "started", "failed")  # the states of the cells a runner trains (a failed one is tried again)
+SHOWN_IF_ANY = ("queued", "failed")  # counted in the summary only where some cell is in them
 NO_LOCKS = (errno.ENOLCK, errno.ENOSYS, errno.EOPNOTSUPP)  # a file system that offers no flock at all
 
 
@@ -67,6 +73,7 @@ class CellStatus:
     state: str
     differences: tuple[str, ...] = ()  # for "changed": the options that differ
     job: str | None = None  # for a cell the scheduler runs or queues: its job, e.g. "slurm job 4242_0 (PENDING)"
+    log: Path | None = None  # for "failed": the log that says why
 
 
 def folder_in_use(path: Path) -> bool:
@@ -139,13 +146,40 @@ def cell_status(cell: Cell, run: Path, records: Path | None = None, claims: bool
     if folder_in_use(run) or (claims and records is not None and CellClaim(records, cell.id).held_elsewhere()):
         return CellStatus(cell, run, "running")
     if not is_run_folder(run):
-        return CellStatus(cell, run, "recorded" if recorded(cell, records) else "left")
+        return CellStatus(cell, run, "recorded") if recorded(cell, records) else _left(cell, run, "left")
     if not (run / "config.yaml").is_file():
-        return CellStatus(cell, run, "started")  # marked, stopped before its configuration: `hire train` starts it
+        return _left(cell, run, "started")  # marked, stopped before its configuration: `hire train` starts it
     differ = tuple(config_differences(run_config(run), cell.options))
     if differ:
         return CellStatus(cell, run, "changed", differ)
-    return CellStatus(cell, run, "done" if (run / "metrics.json").is_file() else "started")
+    return CellStatus(cell, run, "done") if (run / "metrics.json").is_file() else _left(cell, run, "started")
+
+
+def cell_log(run: Path, cell: Cell) -> Path:
+    """Where a runner writes the output of a cell's training: ``<runs_dir>/<name>/logs/<cell-id>.log``, beside the
+    cell's run folder ``<runs_dir>/<name>/<cell-id>``."""
+    return run.parent / "logs" / f"{cell.id}.log"
+
+
+def failed_log(log: Path) -> bool:
+    """Whether the last training in ``log`` failed: its last lines hold ``hire train: error: ...`` or a traceback
+    (an interrupted run ends in ``hire train: interrupted``, and resumes: it is no failure)."""
+    try:
+        with log.open("rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 8192))
+            tail = f.read().decode(errors="replace")
+    except OSError:
+        return False
+    lines = [ln.strip() for ln in tail.replace("\r", "\n").splitlines() if ln.strip()]
+    if not lines or lines[-1].startswith("hire train: interrupted"):
+        return False
+    return lines[-1].startswith("hire train: error:") or any(ln.startswith("Traceback") for ln in lines[-40:])
+
+
+def _left(cell: Cell, run: Path, state: str) -> CellStatus:
+    """A cell not trained to its end: ``state`` (left or started), or failed where its log says so."""
+    log = cell_log(run, cell)
+    return CellStatus(cell, run, "failed", log=log) if failed_log(log) else CellStatus(cell, run, state)
 
 
 def cell_statuses(exp: Experiment, runs_dir: Path, records: Path | None = None) -> list[CellStatus]:
@@ -176,6 +210,15 @@ def parse_only(exp: Experiment, values: Sequence[str] | None) -> dict[str, list[
             fail("--only", "", f"expected key=value (e.g. data.task=RTE), not {text!r}")
         value = raw.strip() if key == "cell" else check_option(Path("--only"), "", key, raw.strip())
         only.setdefault(key, []).append(value)
+    for key, values in only.items():  # a value no cell has would select nothing, and say nothing
+        have = {canonical(c.id if key == "cell" else c.options[key]): c.id if key == "cell" else c.options[key]
+                for c in exp.cells}
+        missing = next((v for v in values if canonical(v) not in have), None)
+        if missing is not None:
+            shown = sorted({str(v) for v in have.values()})
+            more = f", ... ({len(shown)} in all)" if len(shown) > 12 else ""
+            fail("--only", "", f"no cell of the experiment has {key}={missing}; its cells have "
+                               f"{key}={', '.join(shown[:12])}{more}")
     return only
 
 
@@ -328,7 +371,7 @@ class RunProgress(NamedTuple):
 
 def progress(status: CellStatus) -> RunProgress | None:
     """:func:`run_progress` of a started (or running) cell's folder; None for a cell in any other state."""
-    return run_progress(status.run) if status.state in ("started", "running", "queued") else None
+    return run_progress(status.run) if status.state in ("started", "running", "queued", "failed") else None
 
 
 def run_progress(run: Path) -> RunProgress | None:
@@ -388,10 +431,10 @@ def status_report(exp: Experiment, statuses: list[CellStatus], estimates: Estima
                   ) -> list[str]:
     """Counts per state, per (task, head), the estimated time left and (``listing``) every cell."""
     counts = {s: sum(c.state == s for c in statuses) for s in STATES}
-    shown = [s for s in STATES if s != "queued" or counts[s]]  # queued: only where a scheduler holds cells
+    shown = [s for s in STATES if s not in SHOWN_IF_ANY or counts[s]]  # queued: only where a scheduler holds cells
     got = {c.cell.id: progress(c) for c in statuses}  # each started cell's folder, read once
     left = sum(estimates.left_after(c.cell, got[c.cell.id]) for c in statuses
-               if c.state in ("left", "started", "running", "queued"))
+               if c.state in (*TO_TRAIN, "running", "queued"))
     lines = [f"{exp.name} ({exp.path}): {len(statuses)} cells: " + ", ".join(f"{counts[s]} {s}" for s in shown)
              + f"; about {_hours(left)} left"]
     groups: dict[tuple[str, str], list[CellStatus]] = {}
@@ -413,6 +456,8 @@ def _detail(c: CellStatus, got: RunProgress | None, estimates: Estimates) -> str
     """What the listing says after a cell's id: how a changed one differs, how far a started one got."""
     if c.differences:
         return f"  (differs in {', '.join(c.differences)})"
+    if c.log is not None:
+        return f"  (see its log: {c.log})"
     job = f"{c.job}: " if c.job else ""
     if got is None:
         return f"  ({c.job})" if c.job else ""

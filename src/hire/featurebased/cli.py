@@ -13,7 +13,7 @@ from typing import Literal
 
 from hire.config import AtLeast1, ConfigError, Positive, Probability, Seed
 from hire.featurebased import ROWS
-from hire.options import Command, choose_names, option, typed_command
+from hire.options import Command, choose_names, option, split_words, typed_command
 
 EPILOG = f"""\
 rows: {', '.join(ROWS)} (or all). Each word's features are its first sub-token's hidden states;
@@ -34,6 +34,34 @@ def parse_rows(words: Sequence[str]) -> list[str]:
     return choose_names(words, "--rows", ROWS, "row", all_word=True)
 
 
+def rows_of_encoder(words: Sequence[str], rows: list[str], encoder: str) -> list[str]:
+    """``rows`` (:func:`parse_rows` of ``--rows``' ``words``) that ``--encoder`` has the hidden states for, checked
+    before any feature is computed or tagger trained: the last-4 rows need 4 hidden states (3 layers and the
+    embeddings). Rows named one by one that it lacks are an error; ``all`` (the default) means the rows it has,
+    those it lacks said on stderr."""
+    import sys
+
+    from hire.featurebased.rows import row_layers
+    from hire.probing.sources import encoder_config, resolve_source
+
+    states = encoder_config(resolve_source(encoder)).num_hidden_layers + 1
+    lacking = []
+    for row in rows:
+        try:
+            row_layers(row, states)
+        except ValueError:
+            lacking.append(row)
+    if not lacking:
+        return rows
+    why = f"need 4 hidden states, and --encoder {encoder} has {states} (its {states - 1} layers and the embeddings)"
+    named = [row for row in lacking if row in split_words(words)]
+    if named:
+        raise ConfigError(f"--rows {','.join(named)}: {why}; leave {'it' if len(named) == 1 else 'them'} out, or give "
+                          "--rows all for the rows it has")
+    print(f"hire features: {', '.join(lacking)} skipped: {why}", file=sys.stderr)
+    return [row for row in rows if row not in lacking]
+
+
 @dataclass(kw_only=True)
 class FeaturesCommand:
     """Compute once, with the encoder frozen, every word's hidden states H_0 .. H_l at its first sub-token for each
@@ -51,7 +79,9 @@ class FeaturesCommand:
     # data
     task: Literal["conll2003", "custom"] = option("conll2003 (from --data_dir) or custom (--train_file ...)",
                                                   "conll2003")
-    tag_column: Literal["ner", "chunk", "pos"] = option("conll2003: which tags", "ner")
+    tag_column: Literal["ner", "chunk", "pos"] | None = option(
+        "which tags: conll2003's (default ner); custom CoNLL files in CoNLL-2003's columns (word POS chunk NER): that "
+        "column (default: the last column)", None)
     data_dir: str | None = option("CoNLL-2003 folder (default: $HIRE_CONLL2003_DIR or ../shared/data/conll2003)",
                                   None)
     train_file: str | None = option("custom: training file (CoNLL columns, tag last; or --format tokens)", None)
@@ -79,7 +109,7 @@ class FeaturesCommand:
 
 def _cmd_features(args: FeaturesCommand) -> int:
     from hire.checks import check_input_file
-    from hire.probing.cli import check_encoders, check_results_dir, resolve_device
+    from hire.probing.cli import check_encoders, check_results_dir, resolve_device, results_of
 
     rows = parse_rows(args.rows)
     files = {"train": args.train_file, "dev": args.dev_file, "test": args.test_file}
@@ -93,28 +123,36 @@ def _cmd_features(args: FeaturesCommand) -> int:
     elif any(files.values()):
         given = next(split for split, path in files.items() if path is not None)
         raise ConfigError(f"--{given}_file: only with --task custom")
-    check_results_dir(args.output_dir)
+    check_results_dir(args.output_dir, command="features", writes=("results.json", "results.md", *rows),
+                      own=results_of("features", "caches"))
     if args.cache_dir is not None:
         check_results_dir(args.cache_dir, "--cache_dir")
-    check_encoders([args.encoder])  # imports torch
+    check_encoders([args.encoder], max_length=args.max_length)  # imports torch
+    rows = rows_of_encoder(args.rows, rows, args.encoder)
     from hire.featurebased.grid import FeatureRun, run_features, summary_table
     from hire.featurebased.tagger import TaggerSettings
 
     device = resolve_device(args.device)
     tagger = TaggerSettings(args.epochs, args.lr, args.batch_size, args.patience, args.dropout, args.hidden_size,
                             args.seed, device)
+    if args.task == "custom" and args.tag_column is not None and args.format != "conll":
+        raise ConfigError(f"--tag_column {args.tag_column}: for CoNLL columns; --format {args.format} has one list of "
+                          "tags per sentence")
     run = FeatureRun(args.encoder, rows, args.output_dir, args.task, args.tag_column, args.data_dir,
                      files if args.task == "custom" else {}, args.format, args.max_train_examples,
                      args.max_eval_examples, args.cache_only, args.overwrite, tagger, max_length=args.max_length,
                      encode_batch_size=args.encode_batch_size, cache_dir=args.cache_dir)
-    results = run_features(run)
+    from hire.data.glue import data_dir_option
+
+    with data_dir_option("--data_dir"):  # CoNLL-2003's folder, named so where it is missing
+        results = run_features(run)
     for split, cache in results["caches"].items():
         state = "found" if cache["cached"] else f"written in {cache['encode_seconds']:.0f} s"
         print(f"{split}: {cache['sentences']} sentences, {cache['words']} words; features {state}: {cache['path']}")
     if not args.cache_only:
         print("\n".join(summary_table(results)))
         print(f"results in {args.output_dir}/ (results.json, results.md, <row>/metrics.json, epochs.jsonl, "
-              "predictions-*.jsonl)")
+              "predictions/<split>.jsonl)")
     return 0
 
 

@@ -8,6 +8,7 @@ again (a killed command resumes row by row); one from another configuration is r
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from hire.config import ConfigError
 from hire.data.examples import TokenExample
 from hire.featurebased.encoding import WordEncoding
 from hire.featurebased.tagger import TaggerSettings
+from hire.runs import mark_output_folder
 
 
 @dataclass
@@ -28,7 +30,7 @@ class FeatureRun(WordEncoding):
     rows: list[str]
     output_dir: str
     task: str = "conll2003"  # or "custom"
-    tag_column: str = "ner"  # conll2003: ner, chunk or pos
+    tag_column: str | None = "ner"  # ner, chunk or pos (custom: None, the last column)
     data_dir: str | None = None
     files: dict[str, str | None] = field(default_factory=dict)  # custom: train, dev, test
     format: str = "conll"
@@ -39,14 +41,21 @@ class FeatureRun(WordEncoding):
     tagger: TaggerSettings = field(default_factory=TaggerSettings)
 
 
+CONLL2003_COLUMNS = {"pos": 1, "chunk": 2, "ner": 3}  # CoNLL-2003's columns after the word
+
+
 def read_task(run: FeatureRun) -> tuple[dict[str, list[TokenExample]], list[str]]:
     """The splits (train, dev, and test where there is one), cut to the example limits, and the training tags."""
     from hire.data.conll import check_tags, read_conll2003, read_token_file, tag_names
 
     if run.task == "conll2003":
-        files = {split: read_conll2003(run.data_dir, split, run.tag_column) for split in ("train", "dev", "test")}
-    else:
-        files = {split: read_token_file(path, format=run.format, option=f"--{split}_file")
+        files = {split: read_conll2003(run.data_dir, split, run.tag_column or "ner")
+                 for split in ("train", "dev", "test")}
+    else:  # a tag column by name is CoNLL-2003's layout (word POS chunk NER); parts of speech have no scheme
+        column = -1 if run.tag_column is None else CONLL2003_COLUMNS[run.tag_column]
+        scheme = "none" if run.tag_column == "pos" else "auto"
+        files = {split: read_token_file(path, format=run.format, tag_column=column, scheme=scheme,
+                                        option=f"--{split}_file")
                  for split, path in run.files.items() if path is not None}
     limits = {"train": run.max_train_examples, "dev": run.max_eval_examples, "test": run.max_eval_examples}
     splits = {split: file.examples[: limits[split]] for split, file in files.items()}
@@ -57,20 +66,39 @@ def read_task(run: FeatureRun) -> tuple[dict[str, list[TokenExample]], list[str]
     return splits, tags
 
 
+def data_sha256(splits: dict[str, list[TokenExample]]) -> dict[str, str]:
+    """Each split's content as read (every sentence's words, tags and document), SHA-256: a row's results are
+    kept for the data they were trained and scored on, not for a file's path, whose content may change."""
+    digests = {}
+    for split, examples in splits.items():
+        digest = hashlib.sha256()
+        for ex in examples:
+            digest.update(json.dumps([ex.tokens, ex.tags, ex.document], ensure_ascii=False).encode() + b"\n")
+        digests[split] = digest.hexdigest()
+    return digests
+
+
 def _row_done(folder: Path, config: dict[str, Any], overwrite: bool) -> bool:
-    """Whether ``folder`` holds this row's finished run; another configuration's is refused (or replaced)."""
+    """Whether ``folder`` holds this row's finished run; another configuration's is refused (or replaced). A row
+    is the same only with the same data content (``data_sha256``): one trained before rows recorded it, or on a
+    file whose content has changed since, is never taken for this one."""
     if not (folder / "metrics.json").is_file():
         return False
     try:
         saved = json.loads((folder / "config.json").read_text())
     except (OSError, json.JSONDecodeError):
         saved = None
-    same = saved is not None and all(saved.get(k) == v for k, v in config.items())
-    if same:
+    if not isinstance(saved, dict):
+        saved = None
+    changed = list(config) if saved is None else [k for k, v in config.items() if saved.get(k) != v]
+    if not changed:
         return True
     if not overwrite:
-        raise ConfigError(f"--output_dir {folder}: holds a finished run of other options; use another folder or "
-                          "--overwrite")
+        why = ("of other data (the data's content differs from the row's: a file changed since, or the row "
+               "predates content keys)" if changed == ["data_sha256"] else
+               f"of other options ({', '.join(changed[:4])})")
+        raise ConfigError(f"--output_dir {folder}: holds a finished run {why}; use another folder or "
+                          "--overwrite to train it again")
     return False
 
 
@@ -83,11 +111,13 @@ def run_features(run: FeatureRun) -> dict[str, Any]:
     splits, tags = read_task(run)
     source = resolve_source(run.encoder)
     tokenizer, key = source.tokenizer(words=True), encoder_key(source)
-    task = run.task if run.task != "conll2003" else f"conll2003-{run.tag_column}"
+    task = f"{run.task}-{run.tag_column or 'ner'}" if run.task == "conll2003" else \
+        run.task + (f"-{run.tag_column}" if run.tag_column else "")
     out = Path(run.output_dir)
     configs = {row: {"encoder": run.encoder, "encoder_key": key, "task": task, "files": run.files,
                      "max_train_examples": run.max_train_examples, "max_eval_examples": run.max_eval_examples,
-                     "max_length": run.max_length, "row": row, "settings": asdict(run.tagger)} for row in run.rows}
+                     "max_length": run.max_length, "row": row, "settings": asdict(run.tagger),
+                     "data_sha256": data_sha256(splits)} for row in run.rows}
     done = [] if run.cache_only else [row for row in run.rows if _row_done(out / row, configs[row], run.overwrite)]
     features = {split: run.word_features(examples, tokenizer, source.encoder, key, f"{task}-{split}", run.tagger.device,
                                          {"encoder_name": run.encoder, "split": split})
@@ -99,6 +129,7 @@ def run_features(run: FeatureRun) -> dict[str, Any]:
     if run.cache_only:
         return results
     pair = {split: (features[split], splits[split]) for split in features}
+    mark_output_folder(out, "features")  # before the first row's folder: the output is the features' from here on
     for row in run.rows:
         if row in done:
             results["rows"][row] = json.loads((out / row / "metrics.json").read_text())

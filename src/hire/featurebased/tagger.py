@@ -123,8 +123,8 @@ def train_tagger(row: str, train: tuple[WordFeatures, Sequence[TokenExample]],
 
     The folder: ``config.json`` (``config`` and the settings), ``epochs.jsonl`` (one line per epoch: train loss,
     dev scores, seconds), ``metrics.json`` (the best epoch's dev and test scores, times, the machine; written
-    last) and ``predictions-dev.jsonl`` / ``predictions-test.jsonl`` (per sentence: id, words, gold and
-    predicted tags).
+    last) and ``predictions/dev.jsonl`` / ``predictions/test.jsonl``, laid out as ``hire train`` writes them
+    (per sentence: ``guid``, ``tokens``, gold ``tags``, ``prediction``), so that one script reads both.
     """
     from hire.hardware import machine
 
@@ -182,9 +182,10 @@ def train_tagger(row: str, train: tuple[WordFeatures, Sequence[TokenExample]],
             continue
         predicted = predict(model, split[0], tag_names, device=settings.device)
         metrics[name] = score([e.tags for e in split[1]], predicted, entities)
-        _write_jsonl(folder / f"predictions-{name}.jsonl",
-                     [{"id": e.guid, "words": list(e.tokens), "gold": list(e.tags or ()), "predicted": p}
-                      for e, p in zip(split[1], predicted, strict=True)])
+        (folder / "predictions").mkdir(exist_ok=True)
+        _write_jsonl(folder / "predictions" / f"{name}.jsonl",
+                     [{"guid": e.guid, "tokens": list(e.tokens), "tags": list(e.tags) if e.tags is not None else None,
+                       "prediction": p} for e, p in zip(split[1], predicted, strict=True)])
     metrics.update(train_seconds=round(train_seconds, 3), parameters=sum(p.numel() for p in model.parameters()),
                    machine=machine(), finished=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
     (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")

@@ -76,20 +76,33 @@ def reconstruct_options(args: ReconstructCommand) -> ReconstructOptions:
             raise ConfigError(f"--task: {err}") from None
         if args.split is not None and args.split not in spec.splits:
             raise ConfigError(f"--split {args.split}: {spec.name} has {', '.join(spec.splits)}")
-    check_results_dir(args.output_dir)
-    check_encoders(encoders)  # last: it imports torch
+    _check_output(args.output_dir)
+    check_encoders(encoders, max_length=args.max_length)  # last: it imports torch
     device = resolve_device(args.device)
     return ReconstructOptions(encoders, args.output_dir, labels, None if args.input else (args.task or "CoLA"),
                               args.split, args.data_dir, args.input, columns, args.max_examples or None,
                               args.max_length, args.batch_size, args.decoder, args.x_axis, device)
 
 
+def _check_output(output_dir: str) -> None:
+    """``--output_dir``: new, empty or ``hire reconstruct``'s own (its results.json, from before markers)."""
+    from hire.layers.tables import FORMAT
+    from hire.probing.cli import results_of
+
+    check_results_dir(output_dir, command="reconstruct", own=results_of("reconstruct", "format", FORMAT),
+                      writes=("results.json", "reconstruction.md", "reconstruction.csv", "reconstruction.png"))
+
+
 def _cmd_reconstruct(args: ReconstructCommand) -> int:
     from hire.layers.tables import load_results, write_report
 
     if args.report_only:
-        check_results_dir(args.output_dir)
-        print(write_report(load_results(args.output_dir), args.output_dir))
+        from hire.runs import mark_output_folder
+
+        _check_output(args.output_dir)
+        results = load_results(args.output_dir)
+        mark_output_folder(args.output_dir, "reconstruct")  # a folder from before markers: its results make it so
+        print(write_report(results, args.output_dir))
         return 0
     opts = reconstruct_options(args)
     from hire.layers.grid import run_reconstruction

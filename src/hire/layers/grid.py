@@ -17,6 +17,7 @@ from hire.layers.plan import describe_plan, repeats
 from hire.layers.reconstruct import load_for_reconstruction, reconstruction_counts
 from hire.layers.tables import FORMAT, RESULTS, write_report
 from hire.probing.sources import resolve_source
+from hire.runs import mark_output_folder
 
 
 @dataclass
@@ -97,8 +98,7 @@ def run_reconstruction(opts: ReconstructOptions) -> dict[str, Any]:
                "encoders": records,
                "machine": {"device": opts.device, "torch": torch.__version__, "python": platform.python_version(),
                            "torch_threads": torch.get_num_threads()}}
-    out = Path(opts.output_dir).expanduser()
-    out.mkdir(parents=True, exist_ok=True)
+    out = mark_output_folder(opts.output_dir, "reconstruct")
     (out / RESULTS).write_text(json.dumps(results, indent=2) + "\n")
     write_report(results, out)
     return results

@@ -9,11 +9,15 @@ Heavy imports (scikit-learn, matplotlib) wait until a command runs.
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from hire.config import AtLeast1, ConfigError, Positive, Seed, ranged
+from hire.data.conllu import TREEBANK_HELP
 from hire.options import Command, folder_command, option, split_words, typed_command
 
 if TYPE_CHECKING:
@@ -89,37 +93,73 @@ def encoders_and_labels(encoder_words: list[str], label_words: list[str], option
     return encoders, labels
 
 
-def check_results_dir(output_dir: str, option: str = "--output_dir") -> None:
+def check_results_dir(output_dir: str, option: str = "--output_dir", command: str | None = None,
+                      writes: Sequence[str] = (), own: Callable[[Path], bool] | None = None) -> None:
     """A folder the command may write its results in, and none of a training run's own files
-    (:func:`hire.runs.check_not_run_file`): checked before any work."""
-    from hire.checks import check_output_folder
+    (:func:`hire.runs.check_not_run_file`): checked before any work. With ``command``, the folder is also new,
+    empty or that command's own output (:func:`hire.checks.check_own_folder`: ``writes`` are the names it writes
+    there, ``own`` recognises its output from before markers): no command writes over a file it did not create."""
+    from hire.checks import check_output_folder, check_own_folder
     from hire.runs import check_not_run_file
 
     check_output_folder(output_dir, option)
     check_not_run_file(output_dir, option)
+    if command is not None:
+        check_own_folder(output_dir, option, command, writes, own)
 
 
-def check_encoders(encoders: list[str], option: str = "--encoder") -> None:
-    """Every encoder of ``option`` loadable (:func:`hire.probing.sources.check_source`), before any work."""
-    from hire.probing.sources import check_source
+def results_of(command: str, key: str | None = None, value: Any = None) -> Callable[[Path], bool]:
+    """Recognise a folder that ``hire {command}`` wrote before output folders carried a marker: its
+    ``results.json`` is a JSON object holding ``key`` (equal to ``value`` where one is given)."""
+    def own(folder: Path) -> bool:
+        try:
+            results = json.loads((folder / "results.json").read_text())
+        except (OSError, ValueError):
+            return False
+        return isinstance(results, dict) and key in results and (value is None or results[key] == value)
+
+    return own
+
+
+def check_encoders(encoders: list[str], option: str = "--encoder", max_length: int | None = None) -> None:
+    """Every encoder of ``option`` loadable (:func:`hire.probing.sources.check_source`), and, given ``max_length``
+    (``--max_length``), taking that many tokens (:func:`hire.config.check_max_length`, the check of ``hire train``
+    and ``hire predict``), before any work."""
+    from hire.config import check_max_length
+    from hire.probing.sources import check_source, encoder_config, resolve_source
 
     for spec in encoders:
         check_source(spec, option)
+        if max_length is not None:
+            try:
+                check_max_length(max_length, encoder_config(resolve_source(spec)), "--max_length")
+            except ConfigError as err:
+                raise ConfigError(f"{err} ({option} {spec})" if len(encoders) > 1 else str(err)) from None
 
 
-def resolve_device(choice: str) -> str:
-    """``--device``: ``auto`` is cuda where there is a CUDA device, else cpu; a name torch does not know, or a cuda
-    device where there is none, is a ConfigError."""
+_DEVICE = re.compile(r"cpu|cuda(:\d+)?")
+
+
+def resolve_device(choice: str, option: str = "--device") -> str:
+    """``--device``, the one check of every lab command's: ``auto`` is cuda where there is a CUDA device, else cpu;
+    otherwise cpu, cuda or cuda:N of a CUDA device that is here. The lab's encoding and fitting run on a CPU or a
+    CUDA GPU: any other torch device (meta, which holds no data; mps; xpu) is refused here, before any work, rather
+    than fail in the middle of it. A ConfigError names the option and what to give."""
+    if choice != "auto" and not _DEVICE.fullmatch(choice):
+        raise ConfigError(f"{option} {choice}: expected auto, cpu, cuda or cuda:N (the encoders run and the probes "
+                          "fit on a CPU or a CUDA GPU)")
+    if choice == "cpu":
+        return choice
     import torch
 
-    device = choice if choice != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        torch.device(device)
-    except RuntimeError:
-        raise ConfigError(f"--device {choice}: not a torch device (cpu, cuda, cuda:1, ...)") from None
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"--device {choice}: no CUDA device here")
-    return device
+    if choice == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if not torch.cuda.is_available():
+        raise ConfigError(f"{option} {choice}: no CUDA device here; give {option} cpu (or auto)")
+    count, index = torch.cuda.device_count(), int(choice.partition(":")[2] or 0)
+    if index >= count:
+        raise ConfigError(f"{option} {choice}: this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}")
+    return choice
 
 
 def forward_precision(choice: str, device: str) -> str:
@@ -153,8 +193,8 @@ def options_from_args(args: ProbeCommand) -> ProbeOptions:
     if not tasks:
         raise ValueError("--task: give at least one task (e.g. MR, SST-5, CoLA, MRPC, ud-probes, or custom)")
     cache_dir, device, precision = args.encoding()
-    check_results_dir(args.output_dir)
-    check_encoders(encoders)
+    check_results_dir(args.output_dir, command="probe", writes=PROBE_WRITES, own=_probe_own)
+    check_encoders(encoders, max_length=args.max_length)
     tasks, treebank = _ud_tasks(args, tasks)
     columns = [c.strip() for c in args.text_columns.split(",") if c.strip()]
     custom = CustomFiles(args.train_file, args.dev_file, args.test_file, columns, args.label_column, args.regression)
@@ -181,7 +221,7 @@ def _ud_tasks(args: ProbeCommand, tasks: list[str]) -> tuple[list[str], str | No
             raise ValueError("--treebank: only the UD probing tasks read it (--task ud-probes, ud-tense, ...)")
         return tasks, None
     treebank = str(Path(args.treebank).expanduser() if args.treebank else default_ud_dir())
-    suite = build_ud_tasks(treebank, ud, args.seed)
+    suite = build_ud_tasks(treebank, ud, args.seed, command="hire probe")
     for name, why in suite.skipped.items():
         print(f"hire probe: {name} skipped: {why}", file=sys.stderr)
     kept = [t for t in expand(ud) if t in suite.tasks]
@@ -192,6 +232,16 @@ def _ud_tasks(args: ProbeCommand, tasks: list[str]) -> tuple[list[str], str | No
     for t in tasks:
         out += [k for k in kept if k not in out] if is_ud_task(t) else [t]
     return out, treebank
+
+
+PROBE_WRITES = ("results.json", "report.md", "poolings.csv", "layers.png")  # and a folder per task
+
+
+def _probe_own(folder: Path) -> bool:
+    """A ``hire probe`` folder from before markers: its results.json is the probe's format."""
+    from hire.probing.grid import FORMAT
+
+    return results_of("probe", "format", FORMAT)(folder)
 
 
 def _cmd_probe(args: ProbeCommand) -> int:
@@ -209,9 +259,12 @@ def _cmd_probe(args: ProbeCommand) -> int:
 def _redraw(output_dir: str, option: str) -> int:
     from hire.probing.grid import load_results
     from hire.probing.tables import write_report
+    from hire.runs import mark_output_folder
 
-    check_results_dir(output_dir, option)
-    print(write_report(load_results(output_dir), output_dir))
+    check_results_dir(output_dir, option, "probe", PROBE_WRITES, _probe_own)
+    results = load_results(output_dir)
+    mark_output_folder(output_dir, "probe")  # a folder from before markers becomes the probe's by its results
+    print(write_report(results, output_dir))
     return 0
 
 
@@ -237,8 +290,7 @@ class ProbeCommand(FeatureOptions, EncoderOptions):
                                "probe-report`)", False)
     # data
     data_dir: str | None = option("GLUE folder (default: $HIRE_GLUE_DIR or ../shared/data/glue)", None)
-    treebank: str | None = option("UD treebank folder (<name>-ud-{train,dev,test}.conllu) that the ud-* tasks are "
-                                  "built from (default: $HIRE_UD_DIR or ../shared/data/ud/en_ewt)", None)
+    treebank: str | None = option(TREEBANK_HELP, None)
     senteval_dir: str | None = option("SentEval-style folder, one sub-folder per task with all.tsv or "
                                       "train/dev/test.tsv (default: $HIRE_SENTEVAL_DIR or senteval/ beside the GLUE "
                                       "folder)", None)
@@ -274,8 +326,7 @@ class UDTasksCommand:
     --task ud-probes` does, and print each task's rule, examples per split and class, and one example per class;
     tasks the treebank cannot support are named with the reason."""
 
-    treebank: str | None = option("UD treebank folder (<name>-ud-{train,dev,test}.conllu; default: $HIRE_UD_DIR or "
-                                  "../shared/data/ud/en_ewt)", None)
+    treebank: str | None = option(TREEBANK_HELP, None)
     task: list[str] = option("ud-probes (all) or UD tasks by name, comma-separated", ["ud-probes"])
     seed: Seed = option("the random choices: balancing, which sentences are swapped", 0)
     output_dir: str | None = option("also write each task there as a SentEval folder named after the SentEval task "
@@ -283,12 +334,26 @@ class UDTasksCommand:
                                     "the description as README.md", None)
 
 
+def _ud_writes() -> tuple[str, ...]:
+    """What ``hire ud-tasks --output_dir`` writes there: README.md and a folder per SentEval task."""
+    from hire.probing.ud import UD_TASKS
+
+    return ("README.md", *dict.fromkeys(spec.senteval for spec in UD_TASKS.values()))
+
+
+def _ud_own(folder: Path) -> bool:
+    """A ``hire ud-tasks`` folder from before markers: its README.md is the description ud-tasks writes."""
+    from hire.checks import own_file
+
+    return own_file(folder / "README.md", lambda line: line.startswith("# Probing tasks from "))
+
+
 def _cmd_ud_tasks(args: UDTasksCommand) -> int:
     from hire.probing.ud import build_ud_tasks, describe, write_senteval_folders
 
     if args.output_dir is not None:
-        check_results_dir(args.output_dir)
-    suite = build_ud_tasks(args.treebank, split_words(args.task) or ["ud-probes"], args.seed)
+        check_results_dir(args.output_dir, command="ud-tasks", writes=_ud_writes(), own=_ud_own)
+    suite = build_ud_tasks(args.treebank, split_words(args.task) or ["ud-probes"], args.seed, command="hire ud-tasks")
     text = describe(suite)
     print(text, end="")
     if args.output_dir is not None:

@@ -8,6 +8,7 @@ command is run again, and ``hire probe-report`` redraws every table and figure f
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -30,6 +31,7 @@ from hire.probing.features import FeatureSettings, _atomic_write, split_features
 from hire.probing.fit import probe_feature_sets
 from hire.probing.sources import EncoderSource, fingerprint, resolve_source
 from hire.probing.tasks import CustomFiles, ProbeTask, load_probe_task, subsample
+from hire.runs import mark_output_folder
 
 RESULTS = "results.json"
 GROWS = ("encoders", "labels", "tasks")  # what a later command may add to (the rest must be the same)
@@ -128,6 +130,17 @@ def save_results(results: dict[str, Any], out: Path) -> None:
     _atomic_write(out / RESULTS, lambda f: f.write(text.encode()))
 
 
+def data_sha256(task: ProbeTask) -> str:
+    """The SHA-256 of a task's examples as read (each split's texts and labels, after subsampling): what its
+    results were fitted on, whatever the files are called (a file changed in place gives another key)."""
+    digest = hashlib.sha256()
+    for split, examples in sorted(task.splits.items()):
+        digest.update(split.encode() + b"\0")
+        for ex in examples:
+            digest.update(json.dumps([ex.text_a, ex.text_b, ex.label], ensure_ascii=False).encode() + b"\n")
+    return digest.hexdigest()
+
+
 def _task_record(task: ProbeTask) -> dict[str, Any]:
     return {"protocol": task.protocol, "headline": task.headline, "eval_splits": task.eval_splits,
             "metrics": list(task.metrics), "regression": task.regression, "pair": task.pair,
@@ -192,8 +205,15 @@ def run_probe(options: ProbeOptions) -> dict[str, Any]:
         tasks[name] = subsample(task, options.max_train_examples, options.max_eval_examples, options.probe.seed)
         for note in task.notes:
             print(f"hire probe: {task.name}: {note}", file=sys.stderr)
+    for task in tasks.values():  # a task's earlier results stand for the data they were fitted on, not its path
+        earlier = results["tasks"].get(task.name, {}).get("data_sha256")
+        if earlier is not None and earlier != data_sha256(task):
+            raise ValueError(f"--output_dir {options.output_dir}: holds {task.name} results of other data (the "
+                             "content of its files changed since); pass --overwrite to replace them, or choose "
+                             "another folder")
+    mark_output_folder(out, "probe")  # every task read: the folder is the probe's from here on
     for task in tasks.values():
-        record = results["tasks"].setdefault(task.name, _task_record(task))
+        record = results["tasks"].setdefault(task.name, {**_task_record(task), "data_sha256": data_sha256(task)})
         for label, source, fp in zip(labels, sources, fingerprints, strict=True):
             if label in record["results"]:
                 continue  # finished by an earlier, interrupted run of the same command

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from hire.config import AtLeast1, Positive, Seed
+from hire.data.conllu import TREEBANK_HELP
 from hire.options import Command, folder_command, option, split_words, typed_command
 from hire.probing.cli import positive_numbers
 
@@ -45,8 +46,7 @@ class TokenProbeCommand:
     output_dir: str = option("where results.json, report.md and figures/ go (a later run adds encoders or tasks)")
     overwrite: bool = option("start afresh where --output_dir holds probes run with other options", False)
     # data
-    treebank: str | None = option("UD treebank folder (<name>-ud-{train,dev,test}.conllu; default: $HIRE_UD_DIR or "
-                                  "../shared/data/ud/en_ewt)", None)
+    treebank: str | None = option(TREEBANK_HELP, None)
     conll2003: str | None = option("CoNLL-2003 folder (default: $HIRE_CONLL2003_DIR or ../shared/data/conll2003)",
                                    None)
     deprel: Literal["universal", "full"] = option("ud-deprel: the universal relation (before ':') or the full one",
@@ -70,20 +70,25 @@ class TokenProbeCommand:
 
 
 def _cmd_probe_tokens(args: TokenProbeCommand) -> int:
-    from hire.probing.cli import resolve_device
+    from hire.probing.cli import check_encoders, resolve_device
     from hire.probing.tokens import FitSettings, TokenProbeRun, parse_tasks, run_token_probes, summary_rows
 
     tasks = parse_tasks(args.tasks)
     grid = positive_numbers("--c_grid", args.c_grid)
     device = resolve_device(args.device)
-    run = TokenProbeRun(encoders=split_words(args.encoders) or ["all-MiniLM-L6-v2"], tasks=tasks,
+    encoders = split_words(args.encoders) or ["all-MiniLM-L6-v2"]
+    check_encoders(encoders, "--encoders", max_length=args.max_length)
+    run = TokenProbeRun(encoders=encoders, tasks=tasks,
                         output_dir=args.output_dir, treebank=args.treebank, conll2003=args.conll2003,
                         subword=args.subword, deprel=args.deprel, max_train_sentences=args.max_train_sentences,
                         max_eval_sentences=args.max_eval_sentences, max_length=args.max_length,
                         encode_batch_size=args.encode_batch_size, cache_dir=args.cache_dir,
                         fit=FitSettings(grid, args.max_iter, device, args.tol), seed=args.seed,
                         overwrite=args.overwrite)
-    results = run_token_probes(run)
+    from hire.data.glue import data_dir_option
+
+    with data_dir_option("--conll2003"):  # CoNLL-2003's folder, named so where it is missing
+        results = run_token_probes(run)
     labels = [e["label"] for e in results["encoders"]]
     for row in summary_rows(results, labels):
         print(f"{row[0]} / {row[1]}: best layer {row[5]}, expected layer {row[6]} (running best {row[7]}), "
@@ -93,8 +98,11 @@ def _cmd_probe_tokens(args: TokenProbeCommand) -> int:
 
 
 def _cmd_report(output_dir: str) -> int:
+    from hire.probing.cli import check_results_dir, results_of
     from hire.probing.tokens import redraw
 
+    check_results_dir(output_dir, "output_dir", "probe-tokens", ("results.json", "report.md", "figures"),
+                      results_of("probe-tokens", "command", "probe-tokens"))
     redraw(output_dir)
     print(f"redrawn: {output_dir}/report.md, figures/layers.png")
     return 0

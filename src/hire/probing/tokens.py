@@ -663,6 +663,7 @@ def redraw(output_dir: str | Path) -> str:
     results = read_results(folder)
     if results is None:
         raise DataError(f"{folder / 'results.json'}: no such file (run hire probe-tokens --output_dir {folder})")
+    mark_output_folder(folder, "probe-tokens")  # a folder from before markers: its results make it the probe's
     return write_report(results, folder)
 
 

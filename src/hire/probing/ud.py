@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hire.data.conllu import SPLITS, Sentence, default_ud_dir, find_treebank, read_conllu
+from hire.data.conllu import SPLITS, Sentence, SplitFiles, default_ud_dir, find_treebank, read_conllu
 from hire.data.examples import DataError, Example
 from hire.probing.classifiers import ProbeTask
 
@@ -70,7 +70,7 @@ class UDSuite:
     """The tasks built from one treebank: ``tasks`` (balanced, ready to probe), ``skipped`` (name -> why),
     ``counts`` (name -> split -> class -> examples before balancing) and the treebank's files."""
 
-    files: dict[str, Path]
+    files: dict[str, SplitFiles]
     tasks: dict[str, ProbeTask] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     counts: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
@@ -378,25 +378,29 @@ def _enough(counts: dict[str, Counter[str]], label: str) -> bool:
 
 
 @functools.lru_cache(maxsize=2)
-def _read(files: tuple[tuple[str, str, float], ...]) -> dict[str, list[Sentence]]:
-    """Every split's sentences of 5-28 tokens (cached by path and modification time)."""
-    return {s: [x for x in read_conllu(p) if MIN_TOKENS <= len(x.tokens()) <= MAX_TOKENS] for s, p, _ in files}
+def _read(files: tuple[tuple[str, tuple[str, ...], tuple[float, ...]], ...]) -> dict[str, list[Sentence]]:
+    """Every split's sentences of 5-28 tokens (cached by paths and modification times)."""
+    return {s: [x for p in paths for x in read_conllu(p) if MIN_TOKENS <= len(x.tokens()) <= MAX_TOKENS]
+            for s, paths, _ in files}
 
 
-def read_treebank(treebank: str | Path | None, option: str = "--treebank") -> tuple[dict[str, Path],
-                                                                                   dict[str, list[Sentence]]]:
-    """The treebank's files (default :func:`~hire.data.conllu.default_ud_dir`) and its sentences of 5-28 tokens."""
-    files = find_treebank(treebank if treebank is not None else default_ud_dir(), option)
-    return files, _read(tuple((s, str(p), p.stat().st_mtime) for s, p in files.items()))
+def read_treebank(treebank: str | Path | None, option: str = "--treebank",
+                  command: str = "a UD probing task") -> tuple[dict[str, SplitFiles], dict[str, list[Sentence]]]:
+    """The treebank's files (default :func:`~hire.data.conllu.default_ud_dir`; a folder, or each split named:
+    :func:`~hire.data.conllu.find_treebank`) and its sentences of 5-28 tokens. Every task needs all three splits
+    (trained on train, regularisation chosen on dev, scored on test)."""
+    files = find_treebank(treebank if treebank is not None else default_ud_dir(), option, command=command)
+    return files, _read(tuple((s, tuple(map(str, f.paths)), tuple(p.stat().st_mtime for p in f.paths))
+                              for s, f in files.items()))
 
 
 def build_ud_tasks(treebank: str | Path | None = None, names: Sequence[str] | None = None, seed: int = 0,
-                   option: str = "--treebank") -> UDSuite:
+                   option: str = "--treebank", command: str = "a UD probing task") -> UDSuite:
     """The tasks ``names`` (default: all of :data:`UD_TASKS`) from a treebank folder, deterministic for ``seed``.
 
     A task the treebank cannot support is in ``skipped`` with the reason, not in ``tasks``.
     """
-    files, sentences = read_treebank(treebank, option)
+    files, sentences = read_treebank(treebank, option, command)
     suite = UDSuite(files)
     has_feats = any(w.feats for x in sentences["train"] for w in x.words)
     for name in expand(names or [ALL_TASKS]):
@@ -419,7 +423,7 @@ def build_ud_tasks(treebank: str | Path | None = None, names: Sequence[str] | No
 
 
 def _balanced(spec: UDTask, labelled: Labelled, classes: list[str], counts: dict[str, Counter[str]], seed: int,
-              files: dict[str, Path]) -> tuple[ProbeTask | None, str]:
+              files: dict[str, SplitFiles]) -> tuple[ProbeTask | None, str]:
     """Each class downsampled to the split's smallest (random, kept in order); None and why where too few."""
     if len(classes) < 2:
         return None, (f"{files['train']}: {spec.senteval} found {len(classes)} class(es) with enough examples "
@@ -502,8 +506,11 @@ def _counts_table(counts: dict[str, dict[str, int]], task: ProbeTask | None) -> 
 def write_senteval_folders(suite: UDSuite, out: Path, description: str) -> None:
     """Each task as a SentEval folder named after the SentEval task (``out/Tense/train.tsv``, ``dev.tsv``,
     ``test.tsv``, header ``label<TAB>sentence``), which ``hire probe --senteval_dir out --task Tense`` reads; the
-    description as ``out/README.md``."""
-    out.mkdir(parents=True, exist_ok=True)
+    description as ``out/README.md``. The folder is marked as ud-tasks' own first (the command checked that it
+    is new, empty or its own: never a treebank's folder, whose README.md is the release's)."""
+    from hire.runs import mark_output_folder
+
+    mark_output_folder(out, "ud-tasks")
     for name, task in suite.tasks.items():
         folder = out / UD_TASKS[name].senteval
         folder.mkdir(exist_ok=True)

@@ -9,6 +9,7 @@ Heavy imports (torch, matplotlib) wait until a command runs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from hire.config import AtLeast1, ConfigError, NonNegative, Positive, Seed
@@ -123,13 +124,11 @@ def options_from_args(args: RankProbeCommand) -> RankProbeOptions:
         raise ConfigError("--data_dir: only with --task wikiqa (give --train_file ... with --task custom)")
     files = _files(args)
     encoders, labels = probe_cli.encoders_and_labels(args.encoders, args.labels, "--encoders")
-    probe_cli.check_results_dir(args.output_dir)
+    probe_cli.check_results_dir(args.output_dir, command="rank-probe", writes=WRITES, own=_own)
     from hire.ranking.frozen import FitSettings, RankProbeOptions
 
-    if args.device not in ("auto", "cpu") and not args.device.startswith("cuda"):
-        raise ConfigError(f"--device {args.device}: expected cpu, cuda, cuda:N or auto")
     cache_dir, device, precision = args.encoding()
-    probe_cli.check_encoders(encoders, "--encoders")
+    probe_cli.check_encoders(encoders, "--encoders", max_length=args.max_length)
     fit = FitSettings(args.epochs, args.patience, args.lr, args.weight_decay, args.batch_questions, args.margin,
                       args.mlp_hidden, args.seed, device)
     return RankProbeOptions(encoders, args.output_dir, labels, args.task, args.data_dir, files, args.format,
@@ -139,10 +138,12 @@ def options_from_args(args: RankProbeCommand) -> RankProbeOptions:
 
 
 def _cmd_rank_probe(args: RankProbeCommand) -> int:
+    from hire.data.glue import data_dir_option
     from hire.ranking.frozen import run_rank_probe
     from hire.ranking.tables import write_report
 
-    results = run_rank_probe(options_from_args(args))
+    with data_dir_option("--data_dir"):  # WikiQA's folder, named so where it is missing
+        results = run_rank_probe(options_from_args(args))
     write_report(results, args.output_dir)
     best = results.get("best")
     if best:
@@ -153,11 +154,24 @@ def _cmd_rank_probe(args: RankProbeCommand) -> int:
     return 0
 
 
+WRITES = ("results.json", "report.md", "tables", "figures", "runs", "qrels")  # at the top of --output_dir
+
+
+def _own(folder: Path) -> bool:
+    """A ``hire rank-probe`` folder from before markers: its results.json is the rank probe's format."""
+    from hire.ranking.tables import FORMAT
+
+    return probe_cli.results_of("rank-probe", "format", FORMAT)(folder)
+
+
 def _cmd_report(output_dir: str) -> int:
     from hire.ranking.tables import load_results, write_report
+    from hire.runs import mark_output_folder
 
-    probe_cli.check_results_dir(output_dir, "output_dir")
-    write_report(load_results(output_dir), output_dir)
+    probe_cli.check_results_dir(output_dir, "output_dir", "rank-probe", WRITES, _own)
+    results = load_results(output_dir)
+    mark_output_folder(output_dir, "rank-probe")  # a folder from before markers becomes the probe's by its results
+    write_report(results, output_dir)
     print(f"report in {output_dir}/report.md")
     return 0
 

@@ -26,6 +26,8 @@ what it learns in the batch (the tests check it); the batch only replaces ``F`` 
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import time
 import zlib
 from collections.abc import Callable, Sequence
@@ -50,6 +52,7 @@ from hire.probing.pooling import POOLINGS
 from hire.probing.sources import EncoderSource
 from hire.ranking.bm25 import BM25Settings, bm25_scores
 from hire.ranking.tables import FORMAT, GROWS, chosen_cell, read_results
+from hire.runs import mark_output_folder
 
 SCORERS = ("cosine", "bilinear", "logistic", "mlp")
 LEARNED = SCORERS[1:]
@@ -391,6 +394,11 @@ class RankingData:
     dropped: dict[str, dict[str, int]]
 
 
+_UNLABELLED = ("the candidates have no labels (no label column); rank-probe learns from and scores labelled train, "
+               "dev and test files")
+_GRADES = " (relevance grades are integers in TREC qrels)"
+
+
 def load_data(options: RankProbeOptions) -> RankingData:
     """Every split, read and checked (before anything is encoded or written); ``--max_train_questions`` applied."""
     splits, files, dropped = {}, {}, {}
@@ -398,6 +406,10 @@ def load_data(options: RankProbeOptions) -> RankingData:
         if options.task == "wikiqa":
             read = read_wikiqa(options.data_dir, split, options.keep)
         elif split in options.files:
+            # The labels first, on every candidate: a file without them is refused as such, not as a --keep
+            # matter (keeping questions by their labels needs labels).
+            whole = read_ranking_file(options.files[split], options.format, options.columns, "all", f"--{split}_file")
+            check_grades(whole.examples, whole.path, _UNLABELLED, _GRADES)
             read = read_ranking_file(options.files[split], options.format, options.columns, options.keep,
                                      f"--{split}_file")
         else:
@@ -405,9 +417,7 @@ def load_data(options: RankProbeOptions) -> RankingData:
         if not read.examples:
             raise DataError(f"{read.path}: no question left to rank (--keep {options.keep} dropped "
                             f"{sum(read.dropped.values())}: {read.dropped})")
-        check_grades(read.examples, read.path, "the candidates have no labels (no label column); rank-probe learns "
-                     "from and scores labelled train, dev and test files",
-                     " (relevance grades are integers in TREC qrels)")
+        check_grades(read.examples, read.path, _UNLABELLED, _GRADES)
         if split != "train" and not any(e.label for e in read.examples):
             raise DataError(f"{read.path}: no candidate is relevant (label >= 1), so MAP and MRR are undefined")
         splits[split], files[split], dropped[split] = read.examples, str(read.path), read.dropped
@@ -472,6 +482,12 @@ def _dev_map(examples: list[RankingExample], scores: Sequence[float]) -> float:
     return float(ranking_metrics(examples, scores)["map"])
 
 
+def all_tied(candidates: Candidates, scores: np.ndarray) -> bool:
+    """Whether every question's candidates got one and the same score: the ranking is then the tie rule's alone
+    (candidates in passage-id order), and its MAP says nothing of the scorer."""
+    return all(bool(np.all(scores[rows] == scores[rows][0])) for rows in candidates.rows if len(rows))
+
+
 def run_block(scorer: str, loss: str, candidates: dict[str, Candidates],
               features: dict[str, tuple[np.ndarray, np.ndarray]], settings: FitSettings,
               ) -> tuple[list[dict[str, Any]], dict[str, np.ndarray]]:
@@ -497,6 +513,9 @@ def run_block(scorer: str, loss: str, candidates: dict[str, Candidates],
             cell: dict[str, Any] = {"row": fs.row, "layers": list(fs.layers), "pooling": fs.pooling,
                                     "dim": int(data["dev"].q.shape[-1])}
             cell |= {s: _metrics(candidates[s].examples, scores[s][i]) for s in evaluated}
+            tied = [s for s in evaluated if all_tied(candidates[s], scores[s][i])]
+            if tied:  # the scorer told no candidate apart: the order is the tie rule's, the score not the scorer's
+                cell["all_tied"] = tied
             if fit is not None:
                 cell |= {"best_epoch": fit.best_epoch[i], "epochs": fit.epochs}
             cells[fs.row, fs.pooling] = cell
@@ -550,6 +569,7 @@ def _bm25(data: RankingData, out: Path) -> dict[str, Any]:
     """The BM25 row, its run files and every evaluation split's qrels."""
     settings = BM25Settings()
     record: dict[str, Any] = {"settings": asdict(settings), "runs": {}}
+    mark_output_folder(out, "rank-probe")  # its first files: the folder is the rank probe's from here on
     for folder in ("runs", "qrels"):
         (out / folder).mkdir(parents=True, exist_ok=True)
     for split in ("dev", "test"):
@@ -563,8 +583,21 @@ def _bm25(data: RankingData, out: Path) -> dict[str, Any]:
     return record
 
 
+def data_sha256(data: RankingData) -> str:
+    """The SHA-256 of every split's candidates as read (question, passage, ids and grade): what the finished
+    blocks were fitted and scored on, whatever the files are called (a file changed in place gives another key)."""
+    digest = hashlib.sha256()
+    for split, examples in sorted(data.splits.items()):
+        digest.update(split.encode() + b"\0")
+        for e in examples:
+            digest.update(json.dumps([e.qid, e.question, e.pid, e.passage, e.label], ensure_ascii=False).encode()
+                          + b"\n")
+    return digest.hexdigest()
+
+
 def _data_record(options: RankProbeOptions, data: RankingData) -> dict[str, Any]:
     return {"task": options.task, "keep": options.keep, "files": data.files, "dropped": data.dropped,
+            "sha256": data_sha256(data),
             "questions": {s: len({e.qid for e in ex}) for s, ex in data.splits.items()},
             "candidates": {s: len(ex) for s, ex in data.splits.items()}}
 
@@ -577,6 +610,10 @@ def run_rank_probe(options: RankProbeOptions) -> dict[str, Any]:
     data = load_data(options)
     sources, fingerprints, encoders = load_encoders(options.encoders, labels)
     results = _start(options, encoders)
+    earlier = (results.get("data") or {}).get("sha256")
+    if earlier is not None and earlier != data_sha256(data):
+        raise ValueError(f"--output_dir {options.output_dir} holds rank-probe results of other data (the content of "
+                         "its files changed since); pass --overwrite to replace them, or choose another folder")
     results["data"] = _data_record(options, data)
     if not results.get("bm25"):
         results["bm25"] = _bm25(data, out)

@@ -54,15 +54,26 @@ def block_table(block: dict[str, Any], split: str) -> tuple[list[str], list[list
     table = grid(block, split)
     top = max(v for cells in table.values() for v in cells.values())
     chosen = (block["best"]["row"], block["best"]["pooling"])
+    tied = {(c["row"], c["pooling"]) for c in block["rows"] if split in c.get("all_tied", ())}
     rows = []
     for row, cells in table.items():
         values = []
         for p in POOLINGS:
-            text = pct(cells[p])
+            text = pct(cells[p]) + (f" {ALL_TIED}" if (row, p) in tied else "")
             text = f"**{text}**" if cells[p] == top else text
             values.append(f"{text} †" if (row, p) == chosen else text)
         rows.append([row, *values])
     return ["feature set", *POOLINGS], rows
+
+
+ALL_TIED = "(all tied)"  # a cell whose scorer gave every candidate of every question one score
+ALL_TIED_NOTE = (f"{ALL_TIED}: the scorer gave every candidate of each question the same score, so the ranking is "
+                 "the tie rule's (passage-id order) and its score says nothing of the feature set.")
+
+
+def tied_text(cell: dict[str, Any], split: str, text: str) -> str:
+    """A cell's value on ``split``, marked where its scores were all tied there."""
+    return f"{text} {ALL_TIED}" if split in cell.get("all_tied", ()) else text
 
 
 def chosen_cell(block: dict[str, Any]) -> dict[str, Any]:
@@ -84,10 +95,13 @@ def summary_section(results: dict[str, Any]) -> str:
     for label, record in results["results"].items():
         for block in record["blocks"].values():
             cell = chosen_cell(block)
-            rows.append([f"{label}: {block_name(block)}", cell["row"], cell["pooling"], pct(cell["dev"]["map"]),
-                         *[pct(cell[split][m]) for m in MEASURES], f"{block['seconds']:.1f}"])
+            rows.append([f"{label}: {block_name(block)}", cell["row"], cell["pooling"],
+                         tied_text(cell, "dev", pct(cell["dev"]["map"])),
+                         *[tied_text(cell, split, pct(cell[split][m])) for m in MEASURES], f"{block['seconds']:.1f}"])
     best = results.get("best")
     lines = ["## Summary: each block's cell chosen by dev MAP", "", *markdown_table(header, rows, align="lllr"), ""]
+    if any(ALL_TIED in cell for row in rows for cell in row):
+        lines += [ALL_TIED_NOTE, ""]
     if best:
         lines += [f"Best by dev MAP: {best['label']}, {best['scorer']} ({best['loss']}), feature set {best['row']}, "
                   f"{best['pooling']} pooling: {split} MAP {pct(best[split]['map'])}; run files "
@@ -181,6 +195,8 @@ def encoder_section(label: str, record: dict[str, Any], results: dict[str, Any],
     for block in record["blocks"].values():
         header, rows = block_table(block, split)
         parts += [f"### {block_name(block)}", "", *markdown_table(header, rows, align="lr"), ""]
+        if any(split in c.get("all_tied", ()) for c in block["rows"]):
+            parts += [ALL_TIED_NOTE, ""]
         for c in block["rows"]:
             csv.append([block_name(block), block["scorer"], block["loss"], c["row"],
                         "+".join(map(str, c["layers"])), c["pooling"], str(c.get("best_epoch", "")),

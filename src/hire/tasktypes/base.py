@@ -48,6 +48,9 @@ class TaskData:
     submission_files: dict[str, str] = field(default_factory=dict)  # test split -> GLUE file name
     held_out: dict[str, list[Any]] = field(default_factory=dict)  # labelled splits scored once, at the end
     options: dict[str, Any] = field(default_factory=dict)  # the type's own settings (a tagger's scheme, subword)
+    # Evaluation only (load's with_train False): "dev" / "test" -> why a named data set's split of that kind was
+    # not read (its file is absent). An error only where a command asks for that kind (hire evaluate --split).
+    missing: dict[str, str] = field(default_factory=dict)
     type: TaskType = field(default=None, repr=False)  # type: ignore[assignment]  # set by load_task
 
     @property
@@ -174,6 +177,21 @@ def named_task(name: str) -> tuple[str, tuple[str, ...]]:
             return found
     names = [n for t in _TYPES.values() for n in t.task_names()]
     raise ValueError(f"unknown task {name!r}; the tasks read by name: {', '.join(names)} (or custom)")
+
+
+def read_split(read: Callable[[str], Any], split: str, kind: str, with_train: bool,
+               missing: dict[str, str]) -> Any | None:
+    """``read(split)`` of a named data set; for evaluation alone (``with_train`` False) a split whose file is
+    absent (:class:`hire.data.examples.MissingData`) is None, and why is kept in ``missing[kind]``."""
+    from hire.data.examples import MissingData
+
+    try:
+        return read(split)
+    except MissingData as err:
+        if with_train:
+            raise
+        missing.setdefault(kind, str(err))
+        return None
 
 
 def load_task(cfg: DataConfig, with_train: bool = True) -> TaskData:

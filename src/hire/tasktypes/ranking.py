@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from accelerate import Accelerator
 from torch import Tensor
@@ -51,7 +52,7 @@ from hire.data.ranking import (
 from hire.data.trec import rank_candidates, write_qrels, write_run
 from hire.evaluation import eval_loader, model_outputs
 from hire.metrics import RANKING_MEASURES, ranking_metrics
-from hire.tasktypes.base import Predictions, TaskData, TaskType, register_task_type
+from hire.tasktypes.base import Predictions, TaskData, TaskType, read_split, register_task_type
 from hire.tasktypes.sequence import predict as predict_scores
 
 
@@ -77,10 +78,12 @@ class RankingTasks(TaskType):
                           ("--data.max_eval_examples", cfg.max_eval_examples)):
             if n is not None and n < 1:
                 raise DataError(f"{option}: must be >= 1, not {n}")
+        missing: dict[str, str] = {}
         if cfg.task.lower() == "wikiqa":
             train_file = read_wikiqa(cfg.data_dir, "train", keep="all") if with_train else None
-            dev_file = read_wikiqa(cfg.data_dir, "dev", keep=cfg.keep)
-            test_file = read_wikiqa(cfg.data_dir, "test", keep=cfg.keep)
+            read_named = lambda split: read_wikiqa(cfg.data_dir, split, keep=cfg.keep)  # noqa: E731
+            dev_file = read_split(read_named, "dev", "dev", with_train, missing)
+            test_file = read_split(read_named, "test", "test", with_train, missing)
             test_labelled = True
             name = "WikiQA"
         else:
@@ -106,7 +109,7 @@ class RankingTasks(TaskType):
                 if test_labelled:
                     kept, dropped = keep_questions(test_file.examples, cfg.keep)
                     test_file = RankingFile(test_file.path, kept, dropped)  # type: ignore[union-attr]
-            name = Path(cfg.train_file or cfg.dev_file or "custom").stem
+            name = "custom"  # not the training file's name ("train" for train.tsv): the task is the user's
         train = _first_questions(train_file.examples, cfg.max_train_examples) if train_file else []
         if train_file is not None:
             _check_training(train_file, train)
@@ -120,7 +123,8 @@ class RankingTasks(TaskType):
         graded = any(ex.label not in (0, 1) for split in (dev, held) for ex in split)
         metrics = (*RANKING_MEASURES, "ndcg@10") if graded else RANKING_MEASURES  # MAP picks the best model
         return TaskData(name, None, metrics, train, {"dev": dev} if dev else {}, {"test": test} if test else {},
-                        held_out={"test": held} if held else {}, options={"keep": cfg.keep, "graded": graded})
+                        held_out={"test": held} if held else {}, options={"keep": cfg.keep, "graded": graded},
+                        missing=missing)
 
     def model_options(self, task: TaskData) -> dict[str, Any]:
         """Which evaluation questions counted (``keep``), for the record."""
@@ -171,7 +175,7 @@ class RankingTasks(TaskType):
         by :func:`predict_apart`: each distinct text encoded once, in batches of the loader's size."""
         if isinstance(split, BiRankingSplit):
             return predict_apart(model, split, accelerator, _batch_size(loader), desc)
-        return predict_scores(model, loader, accelerator, desc)
+        return same_input_same_score(predict_scores(model, loader, accelerator, desc), split.features)
 
     def score(self, task: TaskData, preds: Predictions, examples: Sequence[RankingExample],
               split: Any) -> dict[str, float]:
@@ -186,6 +190,23 @@ class RankingTasks(TaskType):
         labelled = bool(examples) and all(ex.label is not None for ex in examples)
         write_ranking(path, path.with_suffix(".run"), path.with_suffix(".qrels") if labelled else None, examples,
                       [float(s) for s in preds.logits], preds.layer_weights)
+
+
+def same_input_same_score(preds: Predictions, features: Sequence[dict[str, list[int]]]) -> Predictions:
+    """``preds`` with every candidate whose tokens are those of an earlier one given that one's score (and layer
+    weights). The same pair scored in two batches of other lengths can differ in the last bit of float32 (the
+    kernels sum in another order), which would order two copies of one passage by that noise rather than by the
+    tie rule (:func:`hire.data.trec.rank_candidates`): identical inputs, identical scores, by construction."""
+    first: dict[tuple[tuple[int, ...], ...], int] = {}
+    logits = np.array(preds.logits, copy=True)
+    weights = None if preds.layer_weights is None else np.array(preds.layer_weights, copy=True)
+    for i, f in enumerate(features):
+        j = first.setdefault(tuple(tuple(f[k]) for k in sorted(f)), i)
+        if j != i:
+            logits[i] = logits[j]
+            if weights is not None:
+                weights[i] = weights[j]
+    return Predictions(logits, weights, preds.seconds)
 
 
 def _first_questions(examples: list[RankingExample], n: int | None) -> list[RankingExample]:

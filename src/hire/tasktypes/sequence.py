@@ -21,7 +21,7 @@ from hire.data.files import infer_label_names, read_table
 from hire.data.glue import get_task, read_glue_split
 from hire.evaluation import model_outputs
 from hire.metrics import compute_metrics, main_score, task_metrics
-from hire.tasktypes.base import Predictions, TaskData, TaskType, register_task_type
+from hire.tasktypes.base import Predictions, TaskData, TaskType, read_split, register_task_type
 
 
 class SequenceTasks(TaskType):
@@ -55,8 +55,13 @@ class SequenceTasks(TaskType):
         spec = get_task(cfg.task)
         read = lambda split: read_glue_split(spec, split, cfg.data_dir)  # noqa: E731
         train = read("train")[:cfg.max_train_examples] if with_train and "train" in spec.splits else []
-        dev = {s: read(s)[:cfg.max_eval_examples] for s in spec.dev_splits}
-        test = {s: read(s)[:cfg.max_eval_examples] for s in spec.test_splits}
+        missing: dict[str, str] = {}
+        found = {(kind, s): read_split(read, s, kind, with_train, missing)
+                 for kind, splits in (("dev", spec.dev_splits), ("test", spec.test_splits)) for s in splits}
+        dev = {s: rows[:cfg.max_eval_examples] for (kind, s), rows in found.items()
+               if kind == "dev" and rows is not None}
+        test = {s: rows[:cfg.max_eval_examples] for (kind, s), rows in found.items()
+                if kind == "test" and rows is not None}
         submission_files = dict(spec.submission_files)
         if spec.name == "MNLI":  # the diagnostic set is predicted with the MNLI model
             ax = get_task("AX")
@@ -66,7 +71,7 @@ class SequenceTasks(TaskType):
             except DataError:
                 pass  # no diagnostic file beside MNLI: nothing to predict
         labels = list(spec.labels) if spec.labels is not None else None
-        return TaskData(spec.name, labels, spec.metrics, train, dev, test, submission_files)
+        return TaskData(spec.name, labels, spec.metrics, train, dev, test, submission_files, missing=missing)
 
     # -- tokenization and collation ------------------------------------------------------------------
     def encode(self, task: TaskData, examples: Sequence[Example], tokenizer: Any, max_length: int,
@@ -170,7 +175,7 @@ def _load_custom(cfg: DataConfig, with_train: bool) -> TaskData:
     if labels is None and not cfg.regression and dev:
         labels, labels_from = list(infer_label_names(dev)), str(cfg.dev_file)
     test = read(cfg.test_file, "--data.test_file", False, labels, labels_from)[:cfg.max_eval_examples]
-    name = Path(cfg.train_file or cfg.dev_file or "custom").stem
+    name = "custom"  # not the training file's name ("train" for train.csv): the task is the user's
     metrics = task_metrics(None, cfg.regression, len(labels or [None]))
     return TaskData(name, labels, metrics, train, {"dev": dev} if dev else {},
                     {"test": test} if test else {})

@@ -29,7 +29,7 @@ from hire.data.examples import DataError, TokenExample
 from hire.data.tokens import TokenCollator, TokenSplit, encode_tokens
 from hire.evaluation import model_outputs
 from hire.metrics import entity_scores, token_accuracy
-from hire.tasktypes.base import Predictions, TaskData, TaskType, register_task_type
+from hire.tasktypes.base import Predictions, TaskData, TaskType, read_split, register_task_type
 
 ENTITY_METRICS = ("f1", "precision", "recall")  # strict IOB2 entities, micro-averaged over types
 
@@ -56,10 +56,12 @@ class TokenTasks(TaskType):
 
     # -- reader --------------------------------------------------------------------------------------
     def load(self, cfg: DataConfig, with_train: bool = True) -> TaskData:
+        missing: dict[str, str] = {}
         if cfg.task.lower() == "conll2003":
             read = lambda split: read_conll2003(cfg.data_dir, split, cfg.tag_column or "ner")  # noqa: E731
-            train_file = read("train")
-            dev_file, held_file = read("dev"), read("test")
+            train_file = read("train") if with_train else None  # `hire evaluate` never reads it
+            dev_file = read_split(read, "dev", "dev", with_train, missing)
+            held_file = read_split(read, "test", "test", with_train, missing)
             test_file = None
             name = "CoNLL-2003" + ("" if (cfg.tag_column or "ner") == "ner" else f"-{cfg.tag_column}")
         else:
@@ -77,13 +79,11 @@ class TokenTasks(TaskType):
             held_file = None
             if test_file is not None and all(ex.tags is not None for ex in test_file.examples):
                 held_file, test_file = test_file, None  # a labelled test file is scored, once, at the end
-            name = Path(cfg.train_file or cfg.dev_file or "custom").stem
+            name = "custom"  # not the training file's name ("train" for train.conll): the task is the user's
         files = [f for f in (train_file, dev_file, held_file) if f is not None]
-        schemes = {f.scheme for f in files}
-        if len(schemes) > 1:
-            raise DataError("the files' tag schemes differ: " + ", ".join(f"{f.path}: {f.scheme}" for f in files)
-                            + "; give --data.scheme")
-        scheme = schemes.pop() if schemes else "none"
+        scheme = _common_scheme(files)
+        if cfg.context == "document":
+            _check_documents([f for f in (train_file, dev_file, held_file, test_file) if f is not None])
         train = train_file.examples[:cfg.max_train_examples] if with_train and train_file else []
         # The tags are the whole training file's, also when only its first examples train (a quick run still
         # knows every tag that its dev data may hold).
@@ -108,7 +108,7 @@ class TokenTasks(TaskType):
         return TaskData(name, tags, metrics, train, {"dev": dev} if dev else {}, {"test": test} if test else {},
                         held_out={"test": held} if held else {},
                         options={"scheme": scheme, "subword": cfg.subword, "context": cfg.context,
-                                 "tag_column": cfg.tag_column})
+                                 "tag_column": cfg.tag_column}, missing=missing)
 
     def model_options(self, task: TaskData) -> dict[str, Any]:
         """The sub-token a word is read at, and how the data was read (``hire evaluate`` reads it the same way)."""
@@ -187,6 +187,41 @@ class TokenTasks(TaskType):
                 if preds.layer_weights is not None:
                     row["layer_weights"] = [round(float(w), 6) for w in preds.layer_weights[i]]
                 f.write(json.dumps(row) + "\n")
+
+
+def _common_scheme(files: Sequence[Any]) -> str:
+    """The scheme the files' tags are scored in. Each file was read in its own scheme and its tags converted to
+    IOB2, so an IOB1 training file beside an IOB2 dev file is fine; a file of O tags alone fits any. Chunk tags in
+    one file and plain tags (no B-/I-/E-/S- prefix) in another cannot both be scored: an error naming the first
+    plain tag's line."""
+    if not files:
+        return "none"
+    chunked = [f for f in files if f.scheme != "none"]
+    plain = [f for f in files if f.scheme == "none"]
+    if chunked and plain:
+        other = chunked[0]
+        bad = plain[0]
+        if bad.plain is not None:
+            line, tag = bad.plain
+            raise DataError(f"{bad.path}, line {line}: tag {tag!r} is not O or a B-, I-, E- or S- prefix and a "
+                            f"type, so the file's tags are plain, while {other.path} has chunk tags "
+                            f"({other.scheme.upper()}); tag every file in one way")
+        raise DataError(f"{bad.path}: read with no tag scheme (--data.scheme none), while {other.path} has chunk "
+                        f"tags ({other.scheme.upper()})")
+    if not chunked:
+        return "none"
+    common = [name for name in chunked[0].fits if all(name in f.fits for f in chunked)]
+    return common[0] if common else chunked[0].scheme  # files of different schemes: each read as its own
+
+
+def _check_documents(files: Sequence[Any]) -> None:
+    """``--data.context document`` needs documents: a file without any (no -DOCSTART- line, no "document" key)
+    would read every sentence alone, which is the sentence context the option was given to avoid."""
+    for file in files:
+        if all(ex.document is None for ex in file.examples):
+            marks = "-DOCSTART- line" if file.format == "conll" else '"document" key'
+            raise DataError(f"{file.path}: no documents (no {marks}), so --data.context document would read "
+                            "each sentence alone; mark its documents or give --data.context sentence")
 
 
 def entity_spans(tokens: Sequence[str], tags: Sequence[str]) -> list[dict[str, Any]]:
