@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from badinput import given_once
 from tiny import save_tiny_encoder
 
 from hire.data import default_glue_dir, read_glue_split
@@ -55,6 +56,10 @@ NOT_RUN = {
     "squeue": "SLURM's own command",
     "tail -f": "follows a log until interrupted",
     "git add": "commits records to the user's repository",
+    "hire probe --encoder all-MiniLM-L6-v2 --task ud-probes --output_dir runs/probe-pud": "reads UD English PUD, "
+    "not in ../shared/data (tests/test_treebank_splits.py tests a test-only treebank)",
+    "hire probe-tokens --encoders all-MiniLM-L6-v2 --tasks ud-upos --output_dir runs/tokens-ewt-gum": "reads UD "
+    "English GUM, not in ../shared/data (tests/test_treebank_splits.py tests combined treebanks)",
 }
 QUICK = {
     "train": ["--data.max_train_examples", "24", "--data.max_eval_examples", "12", "--train.max_steps", "2",
@@ -102,7 +107,7 @@ def not_run(command: str) -> str | None:
 
 
 def quick(argv: list[str], encoder: Path) -> list[str]:
-    """The command with the options that make it quick appended (the command line's last value wins)."""
+    """The command with the options that make it quick appended, each replacing the page's own value."""
     sub = next((a for a in argv if a in QUICK), None)
     if sub is None:
         return argv
@@ -111,7 +116,8 @@ def quick(argv: list[str], encoder: Path) -> list[str]:
         extra = [*extra, "--model.encoder", str(encoder)]
     if sub == "features" and "--encoder" not in argv:
         extra = [*extra, "--encoder", str(encoder)]
-    return [*argv, *extra]
+    at = argv.index(sub)
+    return [*argv[:at], *given_once([*argv[at:], *extra])]  # hire refuses an option given twice: the later one stays
 
 
 def quick_file(name: str, text: str) -> str:
