@@ -77,7 +77,7 @@ def ties(examples: list[Any], scores: list[float]) -> dict[str, int]:
     """Distinct scores, candidates that share their score with another of their question, questions with a tie."""
     per_question: dict[str, Counter[float]] = {}
     for ex, s in zip(examples, scores, strict=True):
-        per_question.setdefault(ex.question_id, Counter())[s] += 1
+        per_question.setdefault(ex.qid, Counter())[s] += 1
     tied = sum(n for c in per_question.values() for n in c.values() if n > 1)
     return {"distinct": len(set(scores)), "candidates": len(scores), "tied": tied,
             "questions_with_a_tie": sum(any(n > 1 for n in c.values()) for c in per_question.values()),
@@ -124,16 +124,17 @@ def write_report(results: dict[str, Any], out: Path) -> str:
                              f"{t['questions_with_a_tie']} of {t['questions']}",
                              *[f"{100 * m[k]:.2f}" for k in ("map", "mrr", "p@1")]])
     m = results["machine"]
+    models = " ".join(f"--model runs/{Path(r['model']).parent.name}/best" for r in results["models"])
     text = "\n".join([
         "# Ranking scores in bf16 against float32 (issue 73)", "",
         "The same saved weights scored three ways on WikiQA (has-positive questions): `bf16 output` as every "
         "committed WikiQA record was scored (the output layer inside bf16 autocast), `bf16, fp32 output` as hire "
-        "scores now under bf16, and `fp32` without autocast. Scores x 100.", "",
+        "scores now under bf16, and `fp32` without autocast. Scores x 100. " + results.get("note", ""), "",
+        f"Machine: {m.get('cpu', m.get('processor', '?'))}, {'with' if m.get('fast_bf16_cpu') else 'no'} bf16 units, "
+        f"{m.get('cpu_count', '?')} cores; torch {m.get('torch')}, transformers {m.get('transformers')}; "
+        f"{results['date']}; the check took {results['seconds'] / 60:.1f} min.", "",
         *markdown_table(header, rows, align="lllr"), "",
-        f"Made by `python scripts/check_rank_precision.py {out.name} "
-        + " ".join(f"--model {r['model']}" for r in results["models"]) + "`"
-        f" in {results['seconds'] / 60:.1f} min on {m.get('cpu', m.get('processor', '?'))} "
-        f"(bf16 units: {m.get('fast_bf16_cpu')}), torch {m.get('torch')}.", ""])
+        f"Made by `python scripts/check_rank_precision.py OUT {models}`.", ""])
     (out / "report.md").write_text(text)
     return text
 
@@ -144,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", type=Path, action="append", required=True, help="a saved ranker (RUN/best)")
     parser.add_argument("--data_dir", default=None, help="WikiQA folder (default: ../shared/data/wikiqa)")
     parser.add_argument("--batch_size", type=int, default=64)
+    parser.add_argument("--note", default="", help="a sentence for the report: where the models came from")
     args = parser.parse_args(argv)
     problem = report_dir_problem(args.out, KEY)
     if problem:
@@ -156,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     results = {KEY: True, "models": [check(m, args.data_dir, args.batch_size) for m in args.model],
                "machine": machine()}
     results["seconds"] = round(time.perf_counter() - start, 1)
+    results["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    results["note"] = args.note
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     print(write_report(results, args.out))
