@@ -17,7 +17,7 @@ and the output layer). It bounds the speed-up a cache can give, whatever the mac
 
 ``--encoder`` takes every spelling ``hire features`` takes (a hub name, a local folder, ``all-MiniLM-L6-v2``, a run
 or saved model folder, ``random:<encoder>`` for an untrained twin), resolved the same way
-(:func:`hire.probing.sources.resolve_source`).
+(:func:`hire.lab.sources.resolve_source`).
 
     python benchmarks/bench_featurebased.py [--encoder all-MiniLM-L6-v2] [--sentences 2000] \\
         [--rows last,concat-last-4,last:128] [--out benchmarks/results/cpu-2core-featurebased]
@@ -49,13 +49,13 @@ from hire.config import check_max_length
 from hire.data.conll import read_conll2003, tag_names
 from hire.data.examples import DataError
 from hire.data.tokens import encode_tokens
-from hire.encoder import Encoder
 from hire.featurebased import ROWS
-from hire.featurebased.cache import WordFeatures, cached_features, encode_words, encoder_key
 from hire.featurebased.rows import FeatureRow, row_layers
 from hire.featurebased.tagger import IGNORE, BiLSTMTagger, gather
-from hire.probing.cli import check_encoders
-from hire.probing.sources import EncoderSource, encoder_config, resolve_source
+from hire.lab.checks import check_encoders
+from hire.lab.sources import EncoderSource, encoder_config, resolve_source
+from hire.lab.words import WordFeatures, cached_features, encode_words, encoder_key
+from hire.model.encoder import Encoder
 from hire.reporting import markdown_table
 
 
@@ -161,7 +161,7 @@ def check_options(args: argparse.Namespace) -> None:
 
 
 def load_encoder(source: EncoderSource) -> tuple[Encoder, PreTrainedTokenizerBase, str]:
-    """What ``hire features`` reads from a resolved ``--encoder`` (:func:`hire.probing.sources.resolve_source`): the
+    """What ``hire features`` reads from a resolved ``--encoder`` (:func:`hire.lab.sources.resolve_source`): the
     encoder (eval mode; a ``random:`` twin's weights drawn under its fixed seed, never the trained ones), its
     tokenizer for text given as words, and its cache key."""
     return source.encoder(), source.tokenizer(words=True), encoder_key(source)

@@ -33,10 +33,10 @@ from torch.utils.flop_counter import FlopCounterMode
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_common import machine_info, make_batches, reset_accelerate
 from naive_hire import make_naive
-from speed_report import write_report
+from speed_report import write_speed_report
 
 from hire import build_model, head_names, load_tokenizer
-from hire.recurrent import BiGRU
+from hire.model.recurrent import BiGRU
 from hire.runtime import keep_freed_memory
 from hire.training import make_optimizer
 
@@ -226,7 +226,7 @@ def main() -> None:
     result = {"machine": machine_info(), "command": " ".join(sys.argv), "seconds": round(time.time() - start),
               "settings": settings, "records": records, "trainer_comparison": trainer}
     (out / "results.json").write_text(json.dumps(result, indent=1) + "\n")
-    write_report(result, out / "report.md")
+    write_speed_report(result, out / "report.md")
     print(f"wrote {out / 'results.json'} and {out / 'report.md'} in {result['seconds']} s")
 
 

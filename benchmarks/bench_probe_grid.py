@@ -30,9 +30,10 @@ import torch
 from bench_common import machine_info
 from threadpoolctl import threadpool_limits
 
+from hire.lab.files import write_files
 from hire.probing.classifiers import reference_probe_feature_set
 from hire.probing.fit import probe_feature_sets
-from hire.probing.grid import grid_pairs, grid_parser, grid_task, read_grid, write_files
+from hire.probing.grid import grid_pairs, grid_parser, grid_task, read_grid
 from hire.reporting import markdown_table
 
 

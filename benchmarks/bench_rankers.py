@@ -45,11 +45,11 @@ from bench_common import machine_info
 
 from hire.data.ranking import RankingExample, read_wikiqa
 from hire.evaluation import eval_loader
-from hire.heads import head_names
 from hire.model import build_bi_encoder, build_model, load_tokenizer
-from hire.sharing import markdown_table
-from hire.tasktypes.base import TaskData
-from hire.tasktypes.ranking import RANKING, QuestionBatches, RankingCollator, encode_apart, encode_pairs
+from hire.model.heads import head_names
+from hire.model.sharing import markdown_table
+from hire.tasks.ranking.tasktype import RANKING, QuestionBatches, RankingCollator, encode_apart, encode_pairs
+from hire.tasktype import TaskData
 from hire.training import make_optimizer
 
 WORDS = ("the", "river", "tower", "city", "was", "built", "in", "north", "king", "war", "of", "a", "and", "people",

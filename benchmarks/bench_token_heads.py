@@ -49,10 +49,10 @@ from hire.data.batching import BOOKKEEPING_KEYS, LengthGroupedBatches
 from hire.data.conll import read_conll2003, tag_names
 from hire.data.examples import DataError
 from hire.data.tokens import IGNORE, TokenCollator, encode_tokens
-from hire.encoder import resolve_encoder
 from hire.hardware import cpu_has_fast_bf16
-from hire.heads import build_head, head_names
 from hire.model import build_model, load_tokenizer
+from hire.model.encoder import resolve_encoder
+from hire.model.heads import build_head, head_names
 from hire.reporting import markdown_table
 from hire.runtime import KERNEL_CACHE_VAR, keep_freed_memory
 from hire.training import make_optimizer

@@ -26,7 +26,7 @@ from transformers import (
 )
 
 from hire import build_model
-from hire.encoder import resolve_encoder
+from hire.model.encoder import resolve_encoder
 from hire.training import make_optimizer, training_step
 
 WARMUP = 2

@@ -15,8 +15,8 @@ import argparse
 from transformers import AutoConfig
 
 from hire.data import read_glue_split
-from hire.encoder import resolve_encoder
 from hire.model import load_tokenizer
+from hire.model.encoder import resolve_encoder
 from hire.reporting import markdown_table
 
 

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_heads import count_flops
 
 from hire import build_model
-from hire.encoder import resolve_encoder
+from hire.model.encoder import resolve_encoder
 from hire.reporting import markdown_table
 
 

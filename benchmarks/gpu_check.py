@@ -13,7 +13,7 @@ import sys
 import torch
 
 from hire import build_model, load_tokenizer
-from hire.recurrent import BiGRU
+from hire.model.recurrent import BiGRU
 
 out = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
 torch.manual_seed(0)

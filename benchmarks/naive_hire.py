@@ -1,7 +1,7 @@
 """A straightforward HIRE, for comparison only: packed sequences and a Python loop over hidden states.
 
 It reuses a fast ``HIRE`` head's parameters, so both compute the same function (up to dropout
-placement); only the way of computing differs. This is what the fast path in ``hire.recurrent`` replaces.
+placement); only the way of computing differs. This is what the fast path in ``hire.model.recurrent`` replaces.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from hire.heads import HIRE, HeadOutput
+from hire.model.heads import HIRE, HeadOutput
 
 
 def naive_forward(self: HIRE, hidden_states: Sequence[Tensor], mask: Tensor) -> HeadOutput:

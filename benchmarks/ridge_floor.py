@@ -1,9 +1,9 @@
 """What exact leave-one-out ridge must cost on this machine, for a committed probe grid's regression task, beside
 the grid's encoding (issue 48, item 4: "fitting no slower than encoding").
 
-The batched fitter (``hire.probing.fit.fit_ridge``) chooses each feature set's ``alpha`` by the exact leave-one-out
-error over the grid's alphas, as scikit-learn's ``RidgeCV`` does, in float64. That needs, per feature set of width D
-on N training rows, a Gram matrix and one dense decomposition: where D <= N the D x D Gram matrix's
+The batched fitter (``hire.probing.solvers.ridge.fit_ridge``) chooses each feature set's ``alpha`` by the exact
+leave-one-out error over the grid's alphas, as scikit-learn's ``RidgeCV`` does, in float64. That needs, per feature
+set of width D on N training rows, a Gram matrix and one dense decomposition: where D <= N the D x D Gram matrix's
 eigendecomposition (every alpha from it), where D > N the N x N kernel's Cholesky factor and its inverse, once per
 alpha (a hat-matrix diagonal per alpha needs the inverse's diagonal). This script times exactly those calls (the
 fitter's own functions), at the task's sizes, on random matrices of the same shapes (their cost does not depend on
@@ -37,7 +37,7 @@ from bench_common import machine_info
 from threadpoolctl import threadpool_limits
 
 from hire.checks import report_dir_problem
-from hire.probing.fit import _eigh, _gram, _inverse_factor
+from hire.probing.solvers.ridge import _eigh, _gram, _inverse_factor
 from hire.reporting import markdown_table
 
 
@@ -49,7 +49,8 @@ def timed(fn: Any) -> float:
 
 def time_width(n: int, d: int, alphas: int, rng: np.random.Generator) -> dict[str, Any]:
     """Seconds of one feature set's decompositions at width ``d`` on ``n`` rows: the fitter's own calls
-    (``hire.probing.fit``'s ``_gram``, ``_eigh`` and ``_inverse_factor``), on the route it takes at that width."""
+    (``hire.probing.solvers.ridge``'s ``_gram``, ``_eigh`` and ``_inverse_factor``), on the route it takes at that
+    width."""
     z = torch.from_numpy(rng.standard_normal((1, n, d)))
     row: dict[str, Any] = {"width": d, "rows": n}
     rows = d > n

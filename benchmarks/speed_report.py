@@ -53,7 +53,7 @@ def targets(records: list[dict], trainer: list[dict]) -> list[str]:
     return markdown_table(["target", "measured", "met"], rows)
 
 
-def write_report(result: dict[str, Any], path: Path) -> None:
+def write_speed_report(result: dict[str, Any], path: Path) -> None:
     records, trainer, m = result["records"], result.get("trainer_comparison", []), result["machine"]
     lengths = list(dict.fromkeys(r["seq_len"] for r in records))
     heads = list(dict.fromkeys(r["head"] for r in records))
@@ -110,7 +110,7 @@ def main() -> None:
     source = parser.parse_args().results
     if not source.is_file():
         parser.error(f"{source}: no such file (give the results.json of a bench_heads.py run)")
-    write_report(json.loads(source.read_text()), source.with_name("report.md"))
+    write_speed_report(json.loads(source.read_text()), source.with_name("report.md"))
     print(f"wrote {source.with_name('report.md')}")
 
 

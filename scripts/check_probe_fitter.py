@@ -50,10 +50,11 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from hire.hardware import machine
+from hire.lab.files import write_files
+from hire.lab.sources import resolve_source
 from hire.probing.classifiers import reference_probe_feature_set
 from hire.probing.fit import probe_feature_sets
-from hire.probing.grid import grid_pairs, grid_parser, grid_task, read_grid, write_files
-from hire.probing.sources import resolve_source
+from hire.probing.grid import grid_pairs, grid_parser, grid_task, read_grid
 from hire.reporting import markdown_table
 
 

@@ -40,8 +40,8 @@ from hire.data.ranking import read_wikiqa  # noqa: E402
 from hire.hardware import machine  # noqa: E402
 from hire.metrics import ranking_metrics  # noqa: E402
 from hire.model import HireModel, OutputLayer, load_tokenizer  # noqa: E402
-from hire.sharing import markdown_table  # noqa: E402
-from hire.tasktypes.ranking import RankingCollator, encode_pairs  # noqa: E402
+from hire.model.sharing import markdown_table  # noqa: E402
+from hire.tasks.ranking.tasktype import RankingCollator, encode_pairs  # noqa: E402
 
 KEY = "hire-check-rank-precision/1"
 MODES = ("bf16 output", "bf16, fp32 output", "fp32")

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from hire.checks import report_dir_problem  # noqa: E402
 from hire.hardware import machine  # noqa: E402
-from hire.sharing import markdown_table  # noqa: E402
+from hire.model.sharing import markdown_table  # noqa: E402
 
 SHARES = (70, 15, 15)  # per cent of the questions
 MEASURES = {"map": "map", "mrr": "recip_rank", "p@1": "P_1"}

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from hire.checks import report_dir_problem  # noqa: E402
 from hire.hardware import machine  # noqa: E402
-from hire.sharing import markdown_table  # noqa: E402
+from hire.model.sharing import markdown_table  # noqa: E402
 
 MACHINE_FACTS = ("cpu", "fast_bf16_cpu", "torch", "transformers", "torch_threads")
 

@@ -37,7 +37,7 @@ from docs_data import (
     span,
 )
 
-from hire.sharing import markdown_table
+from hire.model.sharing import markdown_table
 
 ROOT = Path(__file__).resolve().parent.parent
 README_BEGIN = "<!-- results: made by scripts/docs_pages.py from docs/findings/readme.md; do not edit -->"

@@ -25,7 +25,7 @@ from typing import Any
 from hire.experiments.stats import paired, summarize
 from hire.featurebased import ROWS
 from hire.featurebased.rows import PAPER_DEV_F1
-from hire.sharing import markdown_table
+from hire.model.sharing import markdown_table
 
 PAPER_FINE_TUNED_DEV_F1 = 96.4  # BERT-base fine-tuned, Table 7
 FINE_TUNED_HEADS = ("last-layer", "scalar-mix", "concat-last-4", "hire")

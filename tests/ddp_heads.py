@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from hire.config import DataConfig, ModelArgs, RunConfig, TrainConfig
-from hire.heads import head_names, head_options
+from hire.model.heads import head_names, head_options
 from hire.training import Trainer
 
 

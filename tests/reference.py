@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
-from hire.recurrent import BiGRU
+from hire.model.recurrent import BiGRU
 
 
 def plain_gru(bigru: BiGRU) -> nn.GRU:

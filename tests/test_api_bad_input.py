@@ -24,7 +24,7 @@ from transformers import AutoModelForSequenceClassification
 from hire import HireModel, build_model, load_tokenizer
 from hire.data import Example, read_table
 from hire.data.batching import Collator, LengthGroupedBatches, encode
-from hire.heads import build_head, pool
+from hire.model.heads import build_head, pool
 
 IDS, MASK = make_batch()  # 3 examples of 3, 7 and 11 tokens, padded to 11
 B, N = IDS.shape

@@ -231,7 +231,8 @@ def test_export_on_a_full_disk_leaves_nothing(named: bool, world: dict[str, Path
     """The copy is written beside --output_dir under a temporary name, renamed into place once whole: a full
     disk is one line naming where the copy goes, and leaves no partial folder (nor the folders made for it), so
     that the same command run again succeeds."""
-    from hire import cli, model
+    from hire import cli
+    from hire.model import sequence as model  # where HireModel.save_pretrained finds export_code
 
     out = tmp_path / "new" / "copy"
     monkeypatch.delenv("HIRE_DEBUG", raising=False)

@@ -11,7 +11,7 @@ import pytest
 from badinput import call_hire, check_fails_cleanly
 
 from hire.config import DataConfig
-from hire.tasktypes import load_task
+from hire.tasktype import load_task
 
 HEADER = "qid\tquestion\tpid\tpassage\tlabel\n"
 GOOD = HEADER + "".join(f"q{q}\twhat is film {q}\tp{p}\t{'a fine film' if p == q % 3 else 'a dull film'}\t"

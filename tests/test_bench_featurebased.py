@@ -15,9 +15,9 @@ import torch
 from tiny import save_tiny_encoder
 from transformers import BertModel
 
-from hire.encoder import Encoder
-from hire.featurebased.cache import encoder_key
-from hire.probing.sources import RANDOM_SEED, build_random, module_sha256, resolve_source
+from hire.lab.sources import RANDOM_SEED, build_random, module_sha256, resolve_source
+from hire.lab.words import encoder_key
+from hire.model.encoder import Encoder
 
 _BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(_BENCH))  # as when the script runs: it imports bench_common beside it

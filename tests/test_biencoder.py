@@ -21,7 +21,7 @@ from hire.data.trec import read_qrels, read_run
 from hire.metrics import ranking_metrics
 from hire.model import BI_SCALE, BiEncoder, build_bi_encoder, in_batch_negatives_loss, load_tokenizer
 from hire.options import parse_options
-from hire.tasktypes.ranking import RankingCollator, encode_apart
+from hire.tasks.ranking.tasktype import RankingCollator, encode_apart
 from hire.training import train
 
 COLUMN_MAP = dict(pair.split("=") for pair in COLUMNS.split(","))
@@ -77,7 +77,7 @@ def test_a_score_is_the_scaled_cosine_of_mean_pooled_vectors_whatever_the_paddin
 def test_evaluation_encodes_each_distinct_text_once_and_scores_as_directly(world):  # noqa: F811
     from accelerate import Accelerator
 
-    from hire.tasktypes.ranking import RANKING
+    from hire.tasks.ranking.tasktype import RANKING
 
     torch.manual_seed(0)
     model = build_bi_encoder(str(world["encoder"])).eval()

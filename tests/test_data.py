@@ -21,7 +21,7 @@ from hire.data import (
     read_table,
     task_text_columns,
 )
-from hire.tasktypes import load_task
+from hire.tasktype import load_task
 
 GLUE_DIR = default_glue_dir()
 needs_glue = pytest.mark.skipif(

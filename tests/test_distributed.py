@@ -19,7 +19,7 @@ from safetensors.torch import load_file
 from tiny import save_tiny_encoder
 
 from hire.data import default_glue_dir, read_glue_split
-from hire.heads import head_names
+from hire.model.heads import head_names
 
 GLUE = default_glue_dir()
 TESTS = Path(__file__).parent

@@ -25,7 +25,7 @@ from hire.experiments import loop
 from hire.experiments.experiment import Experiment, load_experiment
 from hire.experiments.figures import examples_counts
 from hire.experiments.loop import run_experiment
-from hire.experiments.publish import write_report
+from hire.experiments.publish import write_experiment_report
 from hire.experiments.records import collect, load_records, run_dir
 from hire.experiments.spec import Cell
 from hire.experiments.stats import bootstrap_mean_interval, glue_average, paired, summarize, wilcoxon_p
@@ -298,7 +298,7 @@ def test_layer_weights_table_counts_the_states_whose_scores_died(grid: Grid, tmp
     data = json.loads(record.read_text())
     data["layer_weights"]["dev"]["mean"] = [0.3, 0.3, 0.4]  # two states at alpha = 0 on every example
     record.write_text(json.dumps(data))
-    write_report(load_experiment(grid.path), results)
+    write_experiment_report(load_experiment(grid.path), results)
     lines = (results / "tables" / "layer_weights.csv").read_text().splitlines()
     assert lines[0] == "run,score,h0,h1,h2,flat states"
     rows = {line.split(",")[0]: line.split(",") for line in lines[1:]}
@@ -692,7 +692,7 @@ def test_a_cell_adopts_only_the_record_of_an_identical_configuration(tmp_path: P
     assert main(args) == 0 and "table: 1 cells adopted" in capsys.readouterr().out
     copied = target / "RTE__hire__seed1.layer_weights.json.gz"
     assert json.loads(gzip.decompress(copied.read_bytes())) == examples
-    write_report(table, tmp_path / "experiments" / "table")
+    write_experiment_report(table, tmp_path / "experiments" / "table")
     assert "2 of 4 cells recorded (2 of them trained once, for another experiment: sweep 2)" in (
         tmp_path / "experiments" / "table" / "report.md").read_text()
     assert main([*args[:4], str(tmp_path / "nowhere"), *args[5:]]) == 2
@@ -800,7 +800,7 @@ def test_report_aggregates_synthetic_records(tmp_path: Path) -> None:
                       "mixed_precision": precision,
                       "machine": {"cpu": "test CPU", "cpu_count": 2}}
             (records / f"{cell.id}.json").write_text(json.dumps(record))
-    data = write_report(exp, tmp_path / "out")["tables"][0]
+    data = write_experiment_report(exp, tmp_path / "out")["tables"][0]
     assert data["tasks"] == ["CoLA", "RTE"]  # the paper's order, whatever the grid's
     last, hire = data["rows"]
     assert (last["label"], hire["label"], hire["baseline"]) == ("last-layer", "hire", "last-layer")

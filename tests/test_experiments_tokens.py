@@ -12,9 +12,9 @@ from tiny import save_tiny_encoder
 
 from hire.experiments.experiment import load_experiment
 from hire.experiments.loop import run_experiment
-from hire.experiments.publish import write_report
+from hire.experiments.publish import write_experiment_report
 from hire.experiments.records import load_records
-from hire.tasktypes import named_task
+from hire.tasktype import named_task
 
 GRID = """\
 name: tagger-grid
@@ -59,7 +59,7 @@ def test_a_tagger_grid_runs_and_reports_entity_f1(tmp_path: Path, monkeypatch: p
         scores = next(iter(record["dev"].values()))
         assert scores["score"] == scores["f1"] and 0.0 <= scores["f1"] <= 1.0
         assert scores["words"] == dev_words  # every dev word scored, the 60-word sentences' windows included
-    write_report(exp, results)
+    write_experiment_report(exp, results)
     table = (results / "tables" / "main.md").read_text()
     assert "Tagger table" in table and "custom" in table
     summary = json.loads((results / "summary.json").read_text())

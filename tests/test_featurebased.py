@@ -16,12 +16,12 @@ from tiny import save_tiny_encoder
 
 from hire.cli import main
 from hire.data.examples import TokenExample
-from hire.encoder import Encoder
 from hire.featurebased import ROWS
-from hire.featurebased.cache import cached_features, data_key, encoder_key
 from hire.featurebased.rows import FeatureRow
 from hire.featurebased.tagger import BiLSTMTagger
+from hire.lab.words import cached_features, data_key, encoder_key
 from hire.model import load_tokenizer
+from hire.model.encoder import Encoder
 
 SENTENCES = [
     ("EU rejects German call to boycott British lamb .", "B-ORG O B-MISC O O O B-MISC O O"),

@@ -10,8 +10,8 @@ import torch
 from reference import reference_hire, reference_output_layer
 
 from hire import head_names
-from hire.heads import HIRE
-from hire.heads.baselines import POOLINGS, pool
+from hire.model.heads import HIRE
+from hire.model.heads.baselines import POOLINGS, pool
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 

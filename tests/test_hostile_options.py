@@ -271,7 +271,7 @@ def test_hostile_options_fail_cleanly(args: list[str], message: str, shared: dic
 # -- what must keep working ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("separator", [",", " ", "\t", "#", ":", "|", " | "])
 def test_a_real_separator_is_taken(separator: str) -> None:
-    from hire.config import check_separator
+    from hire.tasks.tokens import check_separator
 
     check_separator(separator)
     assert parse_options(["--data.separator", separator]).data.separator == separator
@@ -327,7 +327,7 @@ def test_features_all_rows_are_the_rows_the_encoder_has(shared: dict[str, Path],
 
 def test_the_lab_device_check_is_one_for_all() -> None:
     """One check, shared by every lab command: cpu and auto always pass; anything but cpu or cuda is refused."""
-    from hire.probing.cli import resolve_device
+    from hire.lab.checks import resolve_device
 
     assert resolve_device("cpu") == "cpu" and resolve_device("auto") in ("cpu", "cuda")
     for device in ("meta", "mps", "xpu", "cuda:-1", "CPU", " cpu", "cuda:1:2", ""):

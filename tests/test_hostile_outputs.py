@@ -415,7 +415,7 @@ def test_report_markdown_replaces_only_its_own_table(world: dict[str, str], tmp_
     ('{"qid": "q1", "pid": "p1", "rank": 1, "score": 0.5}', True), ('{"id": 1}', False), ("guid,label", False),
     ("", False)])
 def test_predicts_own_json_lines_are_recognised(line: str, own: bool) -> None:
-    from hire.commands import _predictions_line
+    from hire.prediction import predictions_line as _predictions_line
 
     assert _predictions_line(line) is own
 
@@ -423,7 +423,7 @@ def test_predicts_own_json_lines_are_recognised(line: str, own: bool) -> None:
 @pytest.mark.parametrize(("line", "own"), [("q1 Q0 p1 1 0.5 hire", True), ("q1 Q0 p1 1 0.5 bm25", False),
                                            ("q1 0 p1 1", False), ("my run", False)])
 def test_predicts_own_run_file_is_recognised(line: str, own: bool) -> None:
-    from hire.commands import _run_line
+    from hire.tasks.ranking.predict import run_line as _run_line
 
     assert _run_line(line) is own
 
@@ -496,8 +496,8 @@ def test_the_probe_and_rank_probe_data_keys_are_the_content() -> None:
     from hire.data.ranking import RankingExample
     from hire.probing.classifiers import ProbeTask
     from hire.probing.grid import data_sha256 as probe_key
-    from hire.ranking.frozen import RankingData
-    from hire.ranking.frozen import data_sha256 as rank_key
+    from hire.ranking.data import RankingData
+    from hire.ranking.data import data_sha256 as rank_key
 
     def task(label: str) -> ProbeTask:
         return ProbeTask("t", {"train": [Example("0", "good", None, label)]}, ["neg", "pos"], ("accuracy",),
@@ -596,7 +596,8 @@ def test_all_tied_scores_are_told_apart_from_a_ranking() -> None:
     import numpy as np
 
     from hire.data.ranking import RankingExample
-    from hire.ranking.frozen import Candidates, all_tied
+    from hire.ranking.blocks import all_tied
+    from hire.ranking.data import Candidates
 
     candidates = Candidates.of([RankingExample(q, "?", p, p, float(p == "a")) for q in ("q1", "q2")
                                 for p in ("a", "b")])

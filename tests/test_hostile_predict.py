@@ -20,7 +20,7 @@ from hire.data.conllu import read_conllu
 from hire.data.examples import DataError, TokenExample
 from hire.data.ranking import read_ranking_file
 from hire.metrics import entity_scores, token_accuracy
-from hire.tasktypes import load_task
+from hire.tasktype import load_task
 
 TAGS = ["O", "B-LOC", "B-PER", "I-LOC", "I-PER"]
 CONLL_TAGS = ["O", "B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER"]
@@ -390,8 +390,8 @@ def test_train_prints_the_held_out_test_score(shared: dict[str, Path], tmp_path:
 
 # -- 14. hire features writes predictions as hire train does ------------------------------------------------------
 def test_feature_tagger_predictions_have_train_s_layout(tmp_path: Path) -> None:
-    from hire.featurebased.cache import WordFeatures
     from hire.featurebased.tagger import TaggerSettings, train_tagger
+    from hire.lab.words import WordFeatures
 
     examples = [TokenExample("0", ("Anna", "runs"), ("B-PER", "O")), TokenExample("1", ("Bob",), ("B-PER",))]
     rng = np.random.default_rng(0)

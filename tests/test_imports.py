@@ -30,7 +30,7 @@ def lint(cwd: Path, src: Path) -> subprocess.CompletedProcess[str]:
 def test_the_core_never_imports_the_lab() -> None:
     result = lint(ROOT, ROOT / "src")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "1 kept, 0 broken" in result.stdout
+    assert "2 kept, 0 broken" in result.stdout  # the core never imports the lab; hire.model imports neither
 
 
 def test_every_module_is_core_or_lab() -> None:

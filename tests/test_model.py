@@ -11,7 +11,7 @@ from conftest import bert_config
 from transformers import RobertaConfig
 
 from hire import HireModel, build_model, head_names
-from hire.heads import head_options
+from hire.model.heads import head_options
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -257,7 +257,7 @@ def test_each_option_where_it_applies(capsys):
     """seed only where scores are random (training then draws them from the run's seed), k only where some
     states are chosen; ``hire heads`` lists exactly the options each head takes."""
     from hire import cli
-    from hire.heads import head_option_types
+    from hire.model.heads import head_option_types
 
     assert [n for n in HEADS if "seed" in head_options(n)] == ["hire-random-all", "hire-random-last"]
     assert [n for n in HEADS if "k" in head_options(n)] == ["concat-last-4", "hire-mean-first", "hire-mean-last",
@@ -274,7 +274,7 @@ def test_each_option_where_it_applies(capsys):
 
 def test_hire_without_extractor_and_fusion_is_refused():
     """c would be R[:, 0] (width d) from a head that said 4d: refused, naming the head that is that."""
-    from hire.heads import HIRE
+    from hire.model.heads import HIRE
 
     with pytest.raises(ValueError, match="'last-layer'"):
         HIRE(32, 4, extractor=False, fusion=False)
@@ -285,8 +285,8 @@ def test_random_scores_are_drawn_from_the_run_seed(tmp_path) -> None:
     from tiny import save_tiny_encoder
 
     from hire.config import DataConfig, ModelArgs, RunConfig, TrainConfig
-    from hire.tasktypes import SEQUENCE, TaskData
-    from hire.training import build_for_task
+    from hire.tasks.sequence.tasktype import SEQUENCE
+    from hire.tasktype import TaskData
 
     encoder = save_tiny_encoder(tmp_path / "encoder", ["a fine film"])
     task = TaskData("t", ["a", "b"], ("accuracy",), [], {}, type=SEQUENCE)
@@ -294,7 +294,7 @@ def test_random_scores_are_drawn_from_the_run_seed(tmp_path) -> None:
     for seed in (1, 2, 1):
         cfg = RunConfig(data=DataConfig(task="custom"), model=ModelArgs(encoder=str(encoder),
                         head="hire-random-all"), train=TrainConfig(seed=seed))
-        model, _ = build_for_task(cfg, task)
+        model, _ = SEQUENCE.build(cfg, task)
         scores.append(model.head.fixed_scores.clone())
     assert not torch.equal(scores[0], scores[1]) and torch.equal(scores[0], scores[2])
     assert abs(float(scores[0].sum()) - 1) < 1e-6

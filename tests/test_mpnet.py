@@ -23,8 +23,8 @@ from transformers import AutoModel, MPNetConfig
 from hire import build_model, load_tokenizer
 from hire.cli import main
 from hire.config import ConfigError, check_encoder
-from hire.encoder import Encoder, resolve_encoder
 from hire.encoders_offline import ENCODERS, MARKER, OfflineEncoder, Part, encoders_dir, install, installed_encoder
+from hire.model.encoder import Encoder, resolve_encoder
 
 MPNET = "all-mpnet-base-v2"
 try:

@@ -10,7 +10,7 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from hire.checks import ConfigError
-from hire.probing import fit
+from hire.lab.pooling import POOLINGS
 from hire.probing.classifiers import (
     FeatureSet,
     ProbeSettings,
@@ -18,16 +18,12 @@ from hire.probing.classifiers import (
     feature_sets,
     reference_probe_feature_set,
 )
-from hire.probing.fit import (
-    Preconditioner,
-    chunks,
-    fit_logistic,
-    fit_ridge,
-    probe_feature_sets,
-    row_sets,
-    standardise,
-)
-from hire.probing.pooling import POOLINGS
+from hire.probing.fit import chunks, probe_feature_sets
+from hire.probing.solvers import mlp
+from hire.probing.solvers.logistic import fit_logistic
+from hire.probing.solvers.objective import Preconditioner
+from hire.probing.solvers.ridge import fit_ridge
+from hire.probing.solvers.standardise import row_sets, standardise
 
 SETS = feature_sets(3)  # 3 hidden states and 2 concatenations, 4 poolings each: widths 16, 32, 48 (x 4 for pairs)
 TOLERANCE = 0.3  # points (x 100) of a score
@@ -264,7 +260,7 @@ def test_the_mlp_trains_exactly_mlp_max_epochs_passes(monkeypatch: pytest.Monkey
         return randperm(*args, **kwargs)
 
     monkeypatch.setattr(torch, "randperm", counted)
-    assert fit.MLP_ROUND_STEPS == 100
+    assert mlp.MLP_ROUND_STEPS == 100
     rng = np.random.default_rng(0)
     x = torch.from_numpy(rng.normal(size=(2, 8, 3)).astype(np.float32))
     y = torch.arange(8) % 2
@@ -272,7 +268,7 @@ def test_the_mlp_trains_exactly_mlp_max_epochs_passes(monkeypatch: pytest.Monkey
     for most in (150, 60, 200):
         shuffles.clear()
         settings = ProbeSettings(probe="mlp", mlp_max_epochs=most, mlp_patience=1000)
-        _, epochs = fit.fit_mlp(x, y, x, y, lambda pred, gold: float(next(calls)), False, settings)
+        _, epochs = mlp.fit_mlp(x, y, x, y, lambda pred, gold: float(next(calls)), False, settings)
         assert epochs == [most, most] and len(shuffles) == most
 
 

@@ -20,8 +20,11 @@ from transformers import BertModel
 from hire import build_model, load_tokenizer
 from hire.cli import main
 from hire.data import default_glue_dir
-from hire.encoder import Encoder
-from hire.heads import pool
+from hire.lab.features import FeatureSettings, split_features
+from hire.lab.pooling import POOLINGS, pool_hidden_states
+from hire.lab.sources import fingerprint, resolve_source
+from hire.model.encoder import Encoder
+from hire.model.heads import pool
 from hire.probing.classifiers import (
     FeatureSet,
     ProbeSettings,
@@ -30,10 +33,7 @@ from hire.probing.classifiers import (
     feature_sets,
     pair_features,
 )
-from hire.probing.features import FeatureSettings, split_features
 from hire.probing.fit import probe_feature_set
-from hire.probing.pooling import POOLINGS, pool_hidden_states
-from hire.probing.sources import fingerprint, resolve_source
 from hire.probing.tasks import default_senteval_dir, load_probe_task, subsample
 
 MR, MRPC = default_senteval_dir() / "MR" / "all.tsv", default_glue_dir() / "MRPC" / "train.tsv"

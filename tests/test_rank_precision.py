@@ -9,8 +9,8 @@ import torch
 from conftest import bert_config
 
 from hire import build_model
-from hire.tasktypes.base import Predictions
-from hire.tasktypes.ranking import same_input_same_score
+from hire.tasks.ranking.tasktype import same_input_same_score
+from hire.tasktype import Predictions
 
 
 @pytest.mark.parametrize("head", ["last-layer", "hire"])

@@ -18,26 +18,16 @@ from tiny import save_tiny_encoder
 import hire.cli
 from hire.data.ranking import RankingExample, read_ranking_file
 from hire.data.trec import read_qrels, read_run
+from hire.lab.pooling import POOLINGS
 from hire.metrics import ranking_metrics
 from hire.probing.classifiers import design_matrix
-from hire.probing.pooling import POOLINGS
+from hire.ranking import LOSSES, SCORERS
 from hire.ranking import cli as rank_cli
-from hire.ranking.frozen import (
-    LEARNED,
-    LOSSES,
-    SCORERS,
-    BatchedScorer,
-    Candidates,
-    FeatureGroup,
-    FitSettings,
-    SplitData,
-    _batch_loss,
-    cosine,
-    feature_groups,
-    fit_group,
-    gather,
-    standardise,
-)
+from hire.ranking.data import Candidates
+from hire.ranking.features import FeatureGroup, SplitData, feature_groups, gather, standardise_splits
+from hire.ranking.scorers import BatchedScorer, cosine
+from hire.ranking.settings import LEARNED, FitSettings
+from hire.ranking.train import _batch_loss, fit_group
 
 COLOURS = ["red", "blue", "green", "yellow", "black", "white", "purple", "orange"]
 THINGS = ["apple", "sky", "grass", "sun", "coal", "snow", "plum", "carrot", "river", "stone", "cloud", "leaf", "sand",
@@ -132,7 +122,7 @@ def test_standardise_uses_the_training_statistics() -> None:
     raw_dev = dev.q.clone()
     both = torch.cat([train.q, train.p], dim=1)
     mean, std = both.mean(1, keepdim=True), both.std(1, keepdim=True, unbiased=False)
-    standardise(train, dev)
+    standardise_splits(train, dev)
     stacked = torch.cat([train.q, train.p], dim=1)
     torch.testing.assert_close(stacked.mean(1), torch.zeros_like(stacked.mean(1)), atol=1e-5, rtol=0)
     torch.testing.assert_close(stacked.std(1, unbiased=False), torch.ones_like(stacked.mean(1)))
@@ -168,7 +158,7 @@ def test_hinge_trained_scorer_ranks_the_relevant_passage_first(kind: str) -> Non
     group = feature_groups(3)[0].subset([5])  # hidden state 1, sep pooling
     train, dev = _data(group, 0, 40), _data(group, 1, 12)
     before = BatchedScorer(kind, group.sets, train.q.shape[-1], 16, seed=0)
-    standardise(train, dev)
+    standardise_splits(train, dev)
     fit = fit_group(kind, "hinge", group, train, {"dev": dev}, dev_map,
                     FitSettings(epochs=15, patience=15, lr=1e-2, batch_questions=8, mlp_hidden=16))
     assert fit.dev_map[0] == pytest.approx(1.0)
@@ -188,7 +178,7 @@ def test_batched_training_equals_training_each_feature_set_alone(kind: str, loss
 
     def fit(g: FeatureGroup):
         train, dev, test = _data(g, 0, 12), _data(g, 1, 6), _data(g, 2, 6)
-        standardise(train, dev, test)
+        standardise_splits(train, dev, test)
         return fit_group(kind, loss, g, train, {"dev": dev, "test": test}, dev_map, settings)
 
     together = fit(group)

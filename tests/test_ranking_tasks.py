@@ -22,7 +22,7 @@ from hire.data.trec import read_qrels, read_run
 from hire.metrics import ranking_metrics
 from hire.model import pairwise_hinge_loss, pointwise_loss
 from hire.options import parse_options
-from hire.tasktypes.ranking import QuestionBatches
+from hire.tasks.ranking.tasktype import QuestionBatches
 from hire.training import train
 
 HEADER = "QuestionID\tQuestion\tDocumentID\tDocumentTitle\tSentenceID\tSentence\tLabel"
@@ -155,7 +155,7 @@ def test_the_hinge_loss_by_hand():
 def test_every_head_ranks_and_padding_changes_no_score(world, head):
     from hire.data.ranking import RankingExample
     from hire.model import build_model, load_tokenizer
-    from hire.tasktypes.ranking import RankingCollator, encode_pairs
+    from hire.tasks.ranking.tasktype import RankingCollator, encode_pairs
 
     torch.manual_seed(0)
     model = build_model(str(world["encoder3"]), head, num_labels=1, task_type="ranking",
@@ -182,7 +182,7 @@ def test_every_head_ranks_and_padding_changes_no_score(world, head):
 def test_a_long_passage_is_cut_with_one_warning_that_counts(world):
     from hire.data.ranking import RankingExample
     from hire.model import load_tokenizer
-    from hire.tasktypes.ranking import encode_pairs
+    from hire.tasks.ranking.tasktype import encode_pairs
 
     tokenizer = load_tokenizer(str(world["encoder"]))
     long = " ".join(["lake"] * 10_000)
@@ -200,7 +200,7 @@ def test_a_long_passage_is_cut_with_one_warning_that_counts(world):
 def test_a_bi_encoder_cuts_a_long_passage_and_a_long_question_with_one_warning_that_counts(world):
     from hire.data.ranking import RankingExample
     from hire.model import load_tokenizer
-    from hire.tasktypes.ranking import encode_apart
+    from hire.tasks.ranking.tasktype import encode_apart
 
     tokenizer = load_tokenizer(str(world["encoder"]))
     long = " ".join(["lake"] * 10_000)
@@ -224,7 +224,7 @@ def test_a_bi_encoder_cuts_a_long_passage_and_a_long_question_with_one_warning_t
 @pytest.mark.parametrize("encode", ["encode_pairs", "encode_apart"])
 @pytest.mark.parametrize("label", [None, float("nan")])
 def test_a_labelled_split_refuses_a_candidate_without_a_finite_label(world, encode, label):
-    import hire.tasktypes.ranking as ranking
+    import hire.tasks.ranking.tasktype as ranking
     from hire.data.ranking import RankingExample
     from hire.model import load_tokenizer
 

@@ -1,4 +1,4 @@
-"""The padding-exact Bi-GRU (``hire.recurrent``) against ``torch.nn.GRU`` with packed sequences."""
+"""The padding-exact Bi-GRU (``hire.model.recurrent``) against ``torch.nn.GRU`` with packed sequences."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from hire.recurrent import BiGRU, reverse_within_length
+from hire.model.recurrent import BiGRU, reverse_within_length
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 

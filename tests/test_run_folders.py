@@ -120,7 +120,7 @@ def test_tokenisation_comes_before_the_folder_changes(shared: dict[str, Path], d
     leaves a finished run as it was, --overwrite or not (the encoding used to come after the folder was
     cleared)."""
     from hire import training
-    from hire.tasktypes import SequenceTasks
+    from hire.tasks.sequence.tasktype import SequenceTasks
 
     run = shutil.copytree(finished, tmp_path / "run")
     before = files(run)

@@ -19,9 +19,9 @@ from transformers import BertModel, BertTokenizerFast
 
 from hire.checks import ConfigError
 from hire.data.examples import TokenExample
-from hire.encoder import Encoder
-from hire.featurebased.cache import cached_features
+from hire.lab.words import cached_features
 from hire.model import load_tokenizer
+from hire.model.encoder import Encoder
 from hire.probing.token_cli import add_commands
 from hire.probing.tokens import (
     TASKS,
@@ -350,7 +350,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(hire, encoder_dir: Path
 
 def test_tol_reaches_the_solver_is_recorded_and_older_results_count_as_its_default(
         hire, encoder_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    import hire.probing.fit as fit
+    import hire.probing.solvers.logistic as fit
 
     seen: list[float] = []
     solver = fit.fit_logistic

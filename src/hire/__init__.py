@@ -25,11 +25,11 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hire.heads import build_head, describe_heads, head_names
     from hire.model import HireConfig, HireModel, ModelOutput, build_model, load_tokenizer
+    from hire.model.heads import build_head, describe_heads, head_names
 
 __version__ = "0.1.0"
-_EXPORTS = {"build_head": "hire.heads", "describe_heads": "hire.heads", "head_names": "hire.heads",
+_EXPORTS = {"build_head": "hire.model.heads", "describe_heads": "hire.model.heads", "head_names": "hire.model.heads",
             "HireConfig": "hire.model", "HireModel": "hire.model", "ModelOutput": "hire.model",
             "build_model": "hire.model", "load_tokenizer": "hire.model"}
 __all__ = ["HireConfig", "HireModel", "ModelOutput", "build_head", "build_model", "describe_heads",
@@ -37,7 +37,7 @@ __all__ = ["HireConfig", "HireModel", "ModelOutput", "build_head", "build_model"
 
 
 def __getattr__(name: str) -> Any:
-    """``hire.build_model`` and the other exports, or a submodule (``hire.heads``), imported when first used."""
+    """``hire.build_model`` and the other exports, or a submodule (``hire.model.heads``), imported when first used."""
     if name in _EXPORTS:
         value = getattr(importlib.import_module(_EXPORTS[name]), name)
         globals()[name] = value
@@ -59,7 +59,7 @@ class _RegisterWithTransformers(importlib.abc.MetaPathFinder):
     The Auto classes register a class, not a name to import later, and :class:`~hire.model.HireModel` needs torch
     (seconds), which ``import hire`` must not load: the command line answers a bad option without torch. So
     registering plainly here is ruled out, and this finder waits on ``sys.meta_path`` for the module
-    that holds the Auto model classes, lets it load, then imports :mod:`hire.model` (which registers itself).
+    that holds the Auto model classes, lets it load, then registers :mod:`hire.model`'s classes.
     """
 
     def find_spec(self, name: str, path: Any, target: ModuleType | None = None) -> Any:
@@ -80,7 +80,7 @@ class _RegisterWithTransformers(importlib.abc.MetaPathFinder):
 
 def _import_model() -> None:
     try:
-        importlib.import_module("hire.model")
+        importlib.import_module("hire.model").register_with_transformers()
     except Exception as err:  # never break the user's import of transformers
         warnings.warn(f"hire could not register its model type with transformers ({err}); import hire.model "
                       "before loading a saved hire model with transformers' Auto classes", stacklevel=2)

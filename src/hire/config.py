@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import filecmp
+import functools
 import os
 import re
 import types
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
 
 import yaml
-from jsonargparse.typing import ClosedUnitInterval, NonNegativeFloat, PositiveFloat, restricted_number_type
+from jsonargparse.typing import restricted_number_type
 
 from hire.checks import (
     UNUSABLE,
@@ -34,178 +35,132 @@ from hire.checks import (
     check_input_file,
     check_output_folder,
     check_saved_model,
-    check_text_columns,
     path_kind,
     real_path,
 )
-from hire.optiontypes import value_problem
-
-MIN_MAX_LENGTH = 8  # tokens: room for a pair's special tokens (4 for RoBERTa) and some text of each side
-
-
-def ranged(base: type, *bounds: tuple[str, int | float], name: str | None = None) -> Any:
-    """``Annotated[base, R]``: a number of type ``base`` within ``bounds`` (``(">=", 1)``, ``("<", 1)``), where
-    ``R`` is jsonargparse's restricted number type, so that the parser checks the range where it reads the
-    value, and :func:`value_problem` where a value comes from Python (a configuration built in
-    code); ``typing.get_type_hints`` reads ``base``."""
-    return Annotated[base, restricted_number_type(name, base, list(bounds))]
-
-
-AtLeast1 = ranged(int, (">=", 1), name="AtLeast1")
-NonNegativeInt = ranged(int, (">=", 0), name="NonNegativeInt")
-Positive = Annotated[float, PositiveFloat]
-NonNegative = Annotated[float, NonNegativeFloat]
-Probability = ranged(float, (">=", 0.0), ("<", 1.0), name="Probability")  # dropout rates and Adam's betas
-UnitInterval = Annotated[float, ClosedUnitInterval]
-Seed = ranged(int, (">=", 0), ("<", 2**32), name="Seed")
-MaxLength = ranged(int, (">=", MIN_MAX_LENGTH), name="MaxLength")  # room for the special tokens and some text
+from hire.model.optiontypes import Range, value_problem
+from hire.optionfields import (  # noqa: F401 (the option types, by the names the rest of hire knows them)
+    MIN_MAX_LENGTH,
+    AtLeast1,
+    MaxLength,
+    NonNegative,
+    NonNegativeInt,
+    Positive,
+    Probability,
+    Seed,
+    UnitInterval,
+    ranged,
+)
+from hire.optionfields import option_field as _f
+from hire.tasktype import TaskKind, task_kind_for, task_kinds
 
 
-def _f(default: Any, help: str) -> Any:
-    """A field with its ``--help`` text (its type, a range included, is the field's annotation)."""
-    if isinstance(default, (list, dict)):
-        return field(default_factory=lambda: type(default)(default), metadata={"help": help})
-    return field(default=default, metadata={"help": help})
+def _either(parts: list[str]) -> str:
+    """``a, b or c``."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
 
 
-@dataclass
-class DataConfig:
-    task: str = _f("RTE", "GLUE task (CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI), conll2003 (a tag "
-                   "per word: NER, chunks or parts of speech), wikiqa (answer ranking), or 'custom' for your own "
-                   "files (--data.train_file ...)")
-    data_dir: str | None = _f(None, "the task's folder, as the official download: GLUE's (one sub-folder per "
-                              "task; default: $HIRE_GLUE_DIR, else ../shared/data/glue beside the repository), "
-                              "CoNLL-2003's (default: $HIRE_CONLL2003_DIR, else ../shared/data/conll2003) or "
-                              "WikiQA's (default: $HIRE_WIKIQA_DIR, else ../shared/data/wikiqa)")
-    train_file: str | None = _f(None, "custom task: training file (.csv, .tsv or .jsonl with a header)")
-    dev_file: str | None = _f(None, "custom task: labelled evaluation file")
-    test_file: str | None = _f(None, "custom task: file to predict (labels optional)")
-    text_columns: list[str] = _f(["sentence"], "custom task: one or two text column names, comma-separated")
-    label_column: str = _f("label", "custom task: the label column")
-    regression: bool = _f(False, "custom task: the label is a real number (else: classes)")
-    max_length: MaxLength = _f(128, "maximum tokens per example (longer ones are truncated)")
-    max_train_examples: AtLeast1 | None = _f(None, "use only the first N training examples (quick runs; for a "
-                                                   "ranking task, N questions with all their candidates)")
-    max_eval_examples: AtLeast1 | None = _f(None, "use only the first N examples of each evaluation split (for a "
-                                                  "ranking task, N questions)")
-    # Token tasks (a tag per word): conll2003, or custom files in --data.format conll or tokens.
-    format: Literal["table", "conll", "tokens", "ranking"] = _f(
-        "table", "custom task: the files' layout: table (.csv/.tsv/.jsonl rows, a label per row), conll (a word per "
-        "line in columns, a blank line after each sentence), tokens (JSON lines with 'tokens' and 'tags') or "
-        "ranking (.tsv/.csv/.jsonl rows of qid, question, pid, passage, label: candidates to rank per question)")
-    token_column: NonNegativeInt = _f(0, "conll files: the word's column (0-based)")
-    tag_column: NonNegativeInt | Literal["ner", "chunk", "pos"] | None = _f(
-        None, "token tasks: the tag column: ner, chunk or pos for conll2003 (default ner); a conll file's 0-based "
-        "column (default: the last)")
-    separator: str | None = _f(None, "conll files: the column separator (default: a tab where the lines have "
-                               "one, else runs of spaces)")
-    scheme: Literal["auto", "iob1", "iob2", "bioes", "none"] = _f(
-        "auto", "token tasks: the tags' scheme, detected by default; iob1, iob2 and bioes are read as IOB2 and "
-        "scored as entities; none: plain tags (parts of speech), scored by accuracy")
-    subword: Literal["first", "last", "mean"] = _f(
-        "first", "token tasks: where a word is read: its first sub-token (BERT), its last, or their mean")
-    context: Literal["sentence", "document"] = _f(
-        "sentence", "token tasks: document: the neighbouring sentences of the same document are read as context "
-        "(predictions only for the sentence itself)")
-    unknown_tags: Literal["error", "o"] = _f(
-        "error", "token tasks: a dev/test tag that training never saw is an error, or (o) read as O")
-    # Ranking tasks: wikiqa, or custom files in --data.format ranking.
-    keep: Literal["has-positive", "has-both", "all"] = _f(
-        "has-positive", "ranking tasks: the evaluation questions that count: those with a relevant candidate "
-        "(WikiQA's usual evaluation), those with a relevant one and two different grades (0/1 labels: a relevant "
-        "and an irrelevant one), or all (training reads every question)")
-    ranking_columns: dict[str, Any] = _f(
-        {}, "ranking files: the column of each field (qid, question, pid, passage, label) where it is not the "
-        "field's name, e.g. qid=QuestionID,passage=Sentence; or 0-based indices for files without a header")
+def _kind_fields(section: str, first: bool | None = None) -> list[tuple[str, Any, Any]]:
+    """``(name, type, field)`` of every kind's options of ``section`` (``data``, ``model``, ``train``), in the order
+    the kinds were registered; ``first``: only the kinds whose data options stand before ``--data.max_length``
+    (True) or after it (False)."""
+    out = []
+    for kind in task_kinds().values():
+        options = getattr(kind, f"{section}_options")
+        if options is None or (first is not None and kind.options_first != first):
+            continue
+        hints = get_type_hints(options, include_extras=True)
+        for f in dataclasses.fields(options):
+            again = field(default=f.default, metadata=f.metadata) if f.default_factory is dataclasses.MISSING else \
+                field(default_factory=f.default_factory, metadata=f.metadata)
+            out.append((f.name, hints[f.name], again))
+    return out
 
-    def is_ranking(self) -> bool:
-        """Whether the options name a ranking task (wikiqa, or custom files in --data.format ranking)."""
-        return self.task.lower() == "wikiqa" or (self.task.lower() == "custom" and self.format == "ranking")
+
+def _kind_options(kind: TaskKind, section: str) -> list[str]:
+    options = getattr(kind, f"{section}_options")
+    return [] if options is None else [f.name for f in dataclasses.fields(options)]
+
+
+def _own_fields(cls: type) -> list[tuple[Any, Any]]:
+    """``(field, type)`` of each field of dataclass ``cls``, with a fresh field object for the composed class."""
+    hints = get_type_hints(cls, include_extras=True)
+    out = []
+    for f in dataclasses.fields(cls):
+        again = field(default=f.default, metadata=f.metadata) if f.default_factory is dataclasses.MISSING else \
+            field(default_factory=f.default_factory, metadata=f.metadata)
+        again.name = f.name
+        out.append((again, hints[f.name]))
+    return out
+
+
+def _data_fields() -> list[tuple[str, Any, Any]]:
+    """The ``--data`` options: the task and its files, the options of the kinds whose options stand beside the files
+    (a table's columns), the lengths and the custom files' layout, then every other kind's options."""
+    kinds = list(task_kinds().values())
+    formats = [(name, text) for kind in kinds for name, text in kind.formats.items()]
+    named = [kind.named_help for kind in kinds if kind.named_help]
+    folders = [kind.data_dir_help for kind in kinds if kind.data_dir_help]
+    return [
+        ("task", str, _f("RTE", f"{', '.join(named)}, or 'custom' for your own files (--data.train_file ...)")),
+        ("data_dir", str | None, _f(None, f"the task's folder, as the official download: {_either(folders)}")),
+        ("train_file", str | None, _f(None, "custom task: training file (.csv, .tsv or .jsonl with a header)")),
+        ("dev_file", str | None, _f(None, "custom task: labelled evaluation file")),
+        ("test_file", str | None, _f(None, "custom task: file to predict (labels optional)")),
+        *_kind_fields("data", first=True),
+        ("max_length", MaxLength, _f(128, "maximum tokens per example (longer ones are truncated)")),
+        ("max_train_examples", AtLeast1 | None, _f(None, "use only the first N training examples (quick runs; for a "
+                                                   "ranking task, N questions with all their candidates)")),
+        ("max_eval_examples", AtLeast1 | None, _f(None, "use only the first N examples of each evaluation split "
+                                                  "(for a ranking task, N questions)")),
+        ("format", Literal[tuple(name for name, _ in formats)],  # type: ignore[valid-type]
+         _f(formats[0][0], f"custom task: the files' layout: {_either([text for _, text in formats])}")),
+        *_kind_fields("data", first=False),
+    ]
+
+
+class _DataSection:
+    """The methods of :data:`DataConfig`, whose fields :func:`_data_fields` composes from the kinds of task."""
 
     def validate(self) -> None:
-        """The task and the files it names; a GLUE task takes none of the custom task's options."""
-        from hire.data.examples import DataError
-        from hire.data.glue import get_task
-
-        ranking = self.is_ranking()
-        if not ranking:
-            _only_for(self, "data", _RANKING_OPTIONS, _RANKING_TASKS)
-        token_task = self.task.lower() == "conll2003" or (self.task.lower() == "custom" and self.format not in
-                                                          ("table", "ranking"))
-        if not token_task:
-            _only_for(self, "data", _TOKEN_OPTIONS, "token tasks (--data.task conll2003, or custom files in "
-                      "--data.format conll or tokens)")
-        check_separator(self.separator)
-        if self.task.lower() == "custom" and (token_task or ranking):
-            _only_for(self, "data", ("text_columns", "label_column", "regression"),
-                      "--data.format table (a label per row)")
-        if self.task.lower() != "custom":
-            own_files = f"--data.task custom ({self.task} has its own files)"
-            _only_for(self, "data", ("format",), own_files)
-            if not token_task and not ranking:
-                try:
-                    get_task(self.task)
-                except DataError as err:
-                    raise ConfigError(f"--data.task: {err}, conll2003, wikiqa, or 'custom' for your own files") \
-                        from None
-            elif isinstance(self.tag_column, int):
-                raise ConfigError(f"--data.tag_column: conll2003's tag columns are ner, chunk and pos, not "
-                                  f"{self.tag_column}")
-            _only_for(self, "data", ("train_file", "dev_file", "test_file", "text_columns", "label_column",
-                                     "regression"), own_files)
-            kind = None if self.data_dir is None else path_kind(self.data_dir)
-            if self.data_dir is not None and kind != "a folder":
+        """The task and the files it names, the kind of task's own checks (:meth:`TaskKind.check_data`); another
+        kind's options, and a named task's custom-file options, are refused."""
+        cfg: Any = self
+        owner, custom = task_kind_for(cfg), cfg.task.lower() == "custom"
+        for kind in reversed(list(task_kinds().values())):  # the kind asked first refuses first
+            if kind is not owner:
+                _only_for(cfg, "data", [n for n in _kind_options(kind, "data") if custom or n not in kind.custom_only],
+                          kind.only_for)
+        owner.check_options(cfg)
+        if not custom:
+            own_files = f"--data.task custom ({cfg.task} has its own files)"
+            _only_for(cfg, "data", ("format",), own_files)
+            owner.check_data(cfg)
+            custom_only = [n for kind in task_kinds().values() for n in kind.custom_only]
+            _only_for(cfg, "data", ("train_file", "dev_file", "test_file", *custom_only), own_files)
+            kind = None if cfg.data_dir is None else path_kind(cfg.data_dir)
+            if cfg.data_dir is not None and kind != "a folder":
                 what = f"{kind}, not a folder" if kind else "no such folder"
-                raise ConfigError(f"--data.data_dir {self.data_dir}: {what}")
+                raise ConfigError(f"--data.data_dir {cfg.data_dir}: {what}")
             return
-        if not self.train_file:
+        if not cfg.train_file:
             raise ConfigError("--data.train_file: --data.task custom needs a training file")
-        if not self.dev_file:
+        if not cfg.dev_file:
             raise ConfigError("--data.dev_file: --data.task custom needs a labelled file to pick the best model")
         for name in ("train_file", "dev_file", "test_file"):
-            if getattr(self, name) is not None:
-                check_input_file(getattr(self, name), f"--data.{name}")
-        if ranking:
-            check_ranking_columns(self.ranking_columns)
-        elif not token_task:
-            check_text_columns(self.text_columns, self.label_column, "--data.text_columns", "--data.label_column")
-        elif isinstance(self.tag_column, str):
-            raise ConfigError(f"--data.tag_column {self.tag_column}: names are for conll2003; give a custom conll "
-                              "file's tag column by its 0-based index")
-        if _same_content(self.train_file, self.dev_file) and (self.train_file, self.dev_file) not in _WARNED:
-            _WARNED.add((self.train_file, self.dev_file))  # once, though a run validates its options twice
-            warnings.warn(f"--data.dev_file {self.dev_file} holds the same rows as --data.train_file "
-                          f"{self.train_file}: the best model is picked, and scored, on its own training data",
+            if getattr(cfg, name) is not None:
+                check_input_file(getattr(cfg, name), f"--data.{name}")
+        owner.check_data(cfg)
+        if _same_content(cfg.train_file, cfg.dev_file) and (cfg.train_file, cfg.dev_file) not in _WARNED:
+            _WARNED.add((cfg.train_file, cfg.dev_file))  # once, though a run validates its options twice
+            warnings.warn(f"--data.dev_file {cfg.dev_file} holds the same rows as --data.train_file "
+                          f"{cfg.train_file}: the best model is picked, and scored, on its own training data",
                           RuntimeWarning, stacklevel=2)
 
 
-# What a user types for a tab or for spaces that reaches the program as other characters (the shell keeps a
-# backslash; no shell turns a word into a tab).
-_SEPARATOR_WORDS = {"\\t": "a tab", "\\\\t": "a tab", "tab": "a tab", "\\s": "spaces", "\\s+": "spaces",
-                    "space": "a space", "spaces": "spaces", "whitespace": "spaces"}
-
-
-def check_separator(separator: str | None, option: str = "--data.separator") -> None:
-    """A CoNLL file's column separator: one exact string that the lines are split at. Refused, with what to type
-    instead: an empty one; the two characters backslash and t (or the word ``tab``), typed for a tab; several
-    spaces or other blanks, which would split only where exactly that run of them stands (leaving the option out
-    splits at runs of spaces, or at a tab where the lines have one). These would otherwise fail later at the first
-    word line, blamed on the tag column."""
-    if separator is None:
-        return
-    default = "leave the option out to split at a tab where the lines have one, else at runs of spaces"
-    if separator == "":
-        raise ConfigError(f"{option}: empty; {default}")
-    meant = _SEPARATOR_WORDS.get(separator.strip().lower())
-    if meant == "a tab":
-        raise ConfigError(f"{option} '{separator}': these characters themselves, not a tab; type a real tab "
-                          f"(--data.separator $'\\t' in bash, separator: \"\\t\" in a --config file), or {default}")
-    if meant is not None:
-        raise ConfigError(f"{option} '{separator}': these characters themselves, not {meant}; type the character "
-                          f"itself in quotes (--data.separator ' '), or {default}")
-    if separator.isspace() and separator not in (" ", "\t"):
-        raise ConfigError(f"{option} {separator!r}: would split only where exactly these {len(separator)} blanks "
-                          f"stand; give one space (' ') or one tab, or {default}")
+DataConfig: Any = dataclasses.make_dataclass(
+    "DataConfig", _data_fields(), bases=(_DataSection,), namespace={"__module__": __name__}
+)  # --data: the task, its files, and each kind of task's own options (hire.tasks)
 
 
 def _only_for(section: Any, name: str, options: Iterable[str], where: str) -> None:
@@ -217,45 +172,11 @@ def _only_for(section: Any, name: str, options: Iterable[str], where: str) -> No
             raise ConfigError(f"--{name}.{option}: only for {where}")
 
 
-_RANKING_TASKS = "ranking tasks (--data.task wikiqa, or custom files in --data.format ranking)"
-_TOKEN_OPTIONS = ("token_column", "tag_column", "separator", "scheme", "subword", "context", "unknown_tags")
-_RANKING_OPTIONS = ("keep", "ranking_columns")
-_RANKING_TRAIN_OPTIONS = ("rank_loss", "rank_margin")
-
-
-def check_ranking_columns(columns: Any) -> None:
-    """``--data.ranking_columns``: known fields, all names (non-empty strings) or all 0-based indices, no column
-    read twice (:func:`hire.data.ranking.read_ranking_file`'s own check, as a ConfigError naming the option)."""
-    from hire.data.ranking import FIELDS
-
-    if not isinstance(columns, dict):
-        raise ConfigError(f"--data.ranking_columns: a mapping of fields to columns, not {columns!r}")
-    unknown = sorted(set(columns) - set(FIELDS))
-    if unknown:
-        raise ConfigError(f"--data.ranking_columns: unknown field(s) {unknown}; the fields are {list(FIELDS)}")
-    kinds = {isinstance(v, int) and not isinstance(v, bool) for v in columns.values()}
-    if kinds == {True}:
-        missing = [name for name in FIELDS[:4] if name not in columns]
-        if missing:
-            raise ConfigError(f"--data.ranking_columns: columns given as indices (a file without a header) must "
-                              f"give {missing} too")
-        if any(v < 0 for v in columns.values()):
-            raise ConfigError(f"--data.ranking_columns: column indices are 0-based and >= 0, not {columns}")
-    elif kinds == {False}:
-        bad = {k: v for k, v in columns.items() if not isinstance(v, str) or not v.strip()}
-        if bad:
-            raise ConfigError(f"--data.ranking_columns: column names must be non-empty strings, not {bad}")
-    elif columns:
-        raise ConfigError(f"--data.ranking_columns: all names (a file with a header) or all indices (one without), "
-                          f"not {columns}")
-    resolved = {**{name: name for name in FIELDS}, **columns} if kinds != {True} else dict(columns)
-    if len(set(resolved.values())) < len(resolved):
-        raise ConfigError(f"--data.ranking_columns: two fields read the same column: {resolved}")
 _WARNED: set[tuple[str, str]] = set()  # (train file, dev file) pairs already warned about
 
 
 @dataclass
-class ModelArgs:
+class _ModelBase:
     encoder: str = _f("all-MiniLM-L6-v2", "encoder: Hugging Face hub name or local path")
     head: str = _f("hire", "head by name; `hire heads` lists them")
     head_options: dict[str, Any] = _f({}, "head options as JSON or key=value,key=value (e.g. fusion_layers=1)")
@@ -264,10 +185,10 @@ class ModelArgs:
     classifier_dropout: Probability = _f(0.1, "dropout before each product of the output layer")
     freeze_encoder: bool = _f(False, "feature-based use: train only the head and output layer on the encoder's "
                               "fixed hidden states (no gradient into the encoder, no dropout in it)")
-    ranker: Literal["cross", "bi"] = _f(
-        "cross", "ranking tasks: cross (a cross-encoder: question and passage read together, any head) or bi (a "
-        "bi-encoder: one encoder reads each apart, mean-pooled last layer, cosine x 20; head last-layer or pool-mean, "
-        "the default last-layer; --train.rank_loss in-batch, the default, or pairwise)")
+
+
+class _ModelSection:
+    """The methods of :data:`ModelArgs`: its fields are :class:`_ModelBase`'s, then each kind's model options."""
 
     def validate(self, given: Iterable[str] | None = None) -> None:
         """The encoder (or the model to start from) exists; the head takes the options given. With
@@ -289,8 +210,8 @@ class ModelArgs:
         ``given``: the names of the options that were given (``encoder``, ``head`` ...: the command line and its
         ``--config`` file, :func:`hire.options.parse_options` records them); where it is None (a configuration
         built in Python), an option counts as given when its value is not the default."""
-        from hire.heads import head_option_defaults
-        from hire.heads import head_options as options_of
+        from hire.model.heads import head_option_defaults
+        from hire.model.heads import head_options as options_of
         from hire.saved_model import saved_model_config
 
         assert self.init_from is not None
@@ -324,8 +245,13 @@ class ModelArgs:
         self.encoder = encoder or self.encoder
 
 
+ModelArgs: Any = dataclasses.make_dataclass(
+    "ModelArgs", [(f.name, t, f) for f, t in _own_fields(_ModelBase)] + _kind_fields("model"),
+    bases=(_ModelSection,), namespace={"__module__": __name__})  # --model: the encoder, the head, the kinds' own
+
+
 @dataclass
-class TrainConfig:
+class _TrainBase:
     epochs: AtLeast1 = _f(10, "maximum training epochs (paper: 3-27, with early stopping)")
     batch_size: AtLeast1 = _f(32, "examples per optimizer step, the global batch: split evenly over the processes "
                          "when several train together (paper: 16, 32 or 48)")
@@ -346,12 +272,11 @@ class TrainConfig:
         "auto", "auto: bf16 where the hardware has fast bf16 (this CPU, recent GPUs), else fp32")
     group_by_length: bool = _f(True, "batch examples of similar length together (less padding)")
     max_steps: AtLeast1 | None = _f(None, "stop after N optimizer steps (overrides epochs)")
-    rank_loss: Literal["pointwise", "pairwise", "in-batch"] = _f(
-        "pointwise", "ranking tasks: pointwise (binary cross-entropy of each pair's score; cross-encoder only), "
-        "pairwise (the rank hinge loss over every relevant/irrelevant pair of a question; batches hold whole "
-        "questions) or in-batch (bi-encoder only, its default: each relevant passage against every other passage "
-        "of the batch, cross-entropy)")
-    rank_margin: Positive = _f(1.0, "ranking tasks, pairwise: the hinge's margin, max(0, margin - s_pos + s_neg)")
+
+
+TrainConfig: Any = dataclasses.make_dataclass(
+    "TrainConfig", [(f.name, t, f) for f, t in _own_fields(_TrainBase)] + _kind_fields("train"),
+    namespace={"__module__": __name__})  # --train: the recipe, and each kind's own training options
 
 
 @dataclass
@@ -410,9 +335,16 @@ class RunConfig:
             if problem is not None:
                 raise ConfigError(f"--{name}: {problem}")
         self.data.validate()
-        if not self.data.is_ranking():
-            _only_for(self.train, "train", _RANKING_TRAIN_OPTIONS, _RANKING_TASKS)
-        self._resolve_ranker()
+        owner = task_kind_for(self.data)
+        kinds = list(task_kinds().values())
+        for kind in reversed(kinds):  # another kind's training options
+            if kind is not owner:
+                _only_for(self.train, "train", _kind_options(kind, "train"), kind.only_for)
+        for kind in kinds:  # each kind's checks across sections (a ranker's options, resolved)
+            kind.check_run(self, kind is owner)
+        for kind in reversed(kinds):  # another kind's model options
+            if kind is not owner:
+                _only_for(self.model, "model", _kind_options(kind, "model"), kind.only_for)
         check_output_folder(self.output_dir, "--output_dir")
         out = Path(real_path(self.output_dir))
         for option, value in (("--model.init_from", self.model.init_from), ("--model.encoder", self.model.encoder)):
@@ -427,48 +359,6 @@ class RunConfig:
         """Whether option ``name`` (dotted) was given: as recorded (:attr:`given`), or, for a configuration built in
         Python, whether its value differs from the default."""
         return name in self.given if self.given is not None else self.get(name) != RunConfig().get(name)
-
-    def _resolve_ranker(self) -> None:
-        """``--model.ranker`` and the options it decides. A cross-encoder takes any head and the pointwise or
-        pairwise loss, never ``in-batch``. A bi-encoder (ranking tasks only) trains its encoder (no frozen encoder,
-        no ``init_from``: a saved bi-encoder is an encoder folder, given as ``--model.encoder``), has no head or
-        output layer of its own (no head options, no classifier dropout), takes the heads of
-        :data:`hire.model.BI_HEADS` (the last layer, mean-pooled; ``last-layer`` where no head is given) and the
-        losses ``in-batch`` (where none is given) or ``pairwise``. The options left out take those values here, so
-        that ``config.yaml`` records what trains."""
-        from hire.model import BI_HEADS, BI_RANK_LOSSES
-
-        m, t = self.model, self.train
-        if m.ranker != "bi":
-            if t.rank_loss == "in-batch":
-                raise ConfigError("--train.rank_loss in-batch: for the bi-encoder only (--model.ranker bi); a "
-                                  "cross-encoder trains pointwise or pairwise")
-            return
-        if not self.data.is_ranking():
-            raise ConfigError(f"--model.ranker bi: only for {_RANKING_TASKS}")
-        if m.init_from is not None:
-            raise ConfigError(f"--model.init_from {m.init_from}: not for the bi-encoder (--model.ranker bi); a saved "
-                              "bi-encoder is an encoder folder: start from it with --model.encoder FOLDER")
-        if m.freeze_encoder:
-            raise ConfigError("--model.freeze_encoder: the bi-encoder trains its encoder (it has no head or output "
-                              "layer of its own to train)")
-        if m.head_options:
-            raise ConfigError(f"--model.head_options {m.head_options}: the bi-encoder's heads "
-                              f"({', '.join(BI_HEADS)}) take no options")
-        if m.classifier_dropout != ModelArgs().classifier_dropout:
-            raise ConfigError("--model.classifier_dropout: the bi-encoder has no output layer (its score is the "
-                              "cosine of two vectors)")
-        if not self.is_given("model.head"):
-            m.head = BI_HEADS[0]
-        elif m.head not in BI_HEADS:
-            raise ConfigError(f"--model.head {m.head}: the bi-encoder takes {' or '.join(BI_HEADS)} (the last "
-                              "layer mean-pooled over real tokens: questions and passages are encoded apart, one "
-                              "vector each); other heads are for the cross-encoder (--model.ranker cross)")
-        if not self.is_given("train.rank_loss"):
-            t.rank_loss = BI_RANK_LOSSES[0]
-        elif t.rank_loss not in BI_RANK_LOSSES:
-            raise ConfigError(f"--train.rank_loss {t.rank_loss}: the bi-encoder trains with "
-                              f"{' or '.join(BI_RANK_LOSSES)}")
 
     def get(self, name: str) -> Any:
         """An option's value by its dotted name (``train.lr``)."""
@@ -506,14 +396,26 @@ def option_fields(cls: type, prefix: str = "") -> list[tuple[str, Any, dataclass
 
 
 def parser_type(tp: Any) -> Any:
-    """``tp`` as jsonargparse checks it: ``Annotated[int, R]`` is R, the restricted number type (in a union
-    too), so that the parser refuses a value out of range where it reads it."""
+    """``tp`` as jsonargparse checks it: ``Annotated[int, Range]`` is the restricted number type of the range's name
+    and bounds (in a union too), so that the parser refuses a value out of range where it reads it."""
     origin, args = get_origin(tp), get_args(tp)
     if origin is Annotated:
-        return next((a for a in args[1:] if isinstance(a, type) and hasattr(a, "_restrictions")), args[0])
+        found = next((a for a in args[1:] if hasattr(a, "_restrictions")), None)
+        return args[0] if found is None else _restricted(found)
+    if isinstance(tp, Range):
+        return _restricted(tp)
     if origin in (typing.Union, types.UnionType):
         return typing.Union[tuple(parser_type(a) for a in args)]  # noqa: UP007 (built from a tuple)
     return tp
+
+
+@functools.cache
+def _restricted(rng: Any) -> Any:
+    """jsonargparse's restricted number type of a :class:`Range` (the same type for the same bounds), or ``rng``
+    itself where it is one already."""
+    if not isinstance(rng, Range):
+        return rng
+    return restricted_number_type(rng.name, rng._type, list(rng.bounds))
 
 
 # Encoders whose position ids start after the padding id (RoBERTa's offset of pad + 1).
@@ -539,8 +441,8 @@ def check_encoder(name: str, option: str) -> None:
         raise ConfigError(f"{option} {name}: no such folder, and not a Hugging Face hub name")
     from huggingface_hub import constants, try_to_load_from_cache
 
-    from hire.encoder import DEFAULT_ENCODER
     from hire.installed_encoders import installed_encoder
+    from hire.model.encoder import DEFAULT_ENCODER
 
     try:
         installed = installed_encoder(name)  # all-mpnet-base-v2 not installed: the command that installs it
@@ -548,7 +450,7 @@ def check_encoder(name: str, option: str) -> None:
         raise ConfigError(f"{option}: {err}") from None
     if (installed is not None or name in (DEFAULT_ENCODER, f"sentence-transformers/{DEFAULT_ENCODER}")
             or not constants.HF_HUB_OFFLINE):
-        return  # resolved by hire.encoder.resolve_encoder, or downloaded
+        return  # resolved by hire.model.encoder.resolve_encoder, or downloaded
     if not isinstance(try_to_load_from_cache(name, "config.json"), str):
         raise ConfigError(f"{option} {name}: no such folder, and not a known name or a model in the Hugging "
                           "Face cache (HF_HUB_OFFLINE is set, so nothing is downloaded)")
@@ -556,8 +458,8 @@ def check_encoder(name: str, option: str) -> None:
 
 def check_head(head: str, options: dict[str, Any]) -> None:
     """The head exists, and takes each of ``options`` with a value of its type and range (as the head declares
-    them: :func:`hire.heads.check_head_options`)."""
-    from hire.heads import check_head_options, head_options
+    them: :func:`hire.model.heads.check_head_options`)."""
+    from hire.model.heads import check_head_options, head_options
 
     try:
         head_options(head)

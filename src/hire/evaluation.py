@@ -1,8 +1,8 @@
 """Prediction over a task's splits, whatever its type: :func:`predict_task` is the one prediction pipeline.
 
 Training's final evaluation and ``hire evaluate`` both predict a task's splits with it; the task's type
-(:mod:`hire.tasktypes`) tokenizes, predicts, scores and writes each split's files. :func:`model_outputs` is the
-loop every type's ``predict`` runs.
+(:class:`hire.tasktype.TaskType`) tokenizes, predicts, scores and writes each split's files. :func:`model_outputs`
+is the loop every type's ``predict`` runs.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from hire.checks import replacing, writing
 from hire.data.batching import BOOKKEEPING_KEYS, LengthGroupedBatches
 
 if TYPE_CHECKING:
-    from hire.tasktypes.base import TaskData
+    from hire.tasktype import TaskData
 
 
 def eval_loader(split: Dataset, batch_size: int, collate: Callable[[list[dict[str, Any]]], Any]) -> DataLoader:
@@ -85,12 +85,13 @@ def predict_task(model: torch.nn.Module, task: TaskData, splits: Sequence[str], 
             task, examples, tokenizer, max_length, labelled)
         loader = accelerator.prepare(eval_loader(data, batch_size, kind.collator(tokenizer.pad_token_id)))
         preds = kind.predict(model, loader, data, accelerator, desc=f"predict {task.name} {split}")
-        if write:
-            kind.write_predictions(predictions_dir / f"{split}.jsonl", task, examples, preds)
-        if labelled:
+        if labelled:  # scored first: what a dev split chooses (a threshold) holds for its own predictions file
             results[split] = kind.score(task, preds, examples, data)
             if preds.layer_weights is not None:
                 weights.append(preds.layer_weights)
+        if write:
+            kind.write_predictions(predictions_dir / f"{split}.jsonl", task, examples, preds)
+        if labelled:
             continue
         results[split] = {"examples": len(examples)}
         if kind.has_submissions:

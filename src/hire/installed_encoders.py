@@ -1,6 +1,6 @@
 """The encoders hire can install from PyPI, and where installed ones are: the catalogue and the lookup.
 
-:func:`hire.encoder.resolve_encoder` maps a short name (``all-mpnet-base-v2``) to its installed folder through
+:func:`hire.model.encoder.resolve_encoder` maps a short name (``all-mpnet-base-v2``) to its installed folder through
 :func:`installed_encoder`; the installer itself (``hire install-encoder``, :mod:`hire.encoders_offline`) is part
 of the lab and fills the folders this module finds. The cache is ``$HIRE_ENCODERS_DIR``, else
 ``$XDG_CACHE_HOME/hire/encoders``, else ``~/.cache/hire/encoders``. Only the standard library is used here, so

@@ -51,7 +51,7 @@ from jsonargparse import ActionConfigFile, ArgumentParser, DefaultHelpFormatter,
 
 from hire.checks import check_input_file, read_yaml
 from hire.config import ONE_SHOT, ConfigError, RunConfig, did_you_mean, option_fields, parser_type
-from hire.optiontypes import describe_type, range_of, range_text
+from hire.model.optiontypes import describe_type, range_of, range_text
 
 SECTIONS = ("data", "model", "train")
 _yaml = get_loader("yaml")  # jsonargparse's YAML: 1e-4 is a number, as in YAML 1.2
@@ -82,15 +82,21 @@ class BadValue(argparse.ArgumentTypeError, ValueError):
     word (an ``ArgumentTypeError``), jsonargparse for a value of a YAML file (a ``ValueError``)."""
 
 
+def _flow_yaml(text: str, refusal: str) -> Any:
+    """``text`` read as YAML (JSON is YAML in flow style); a :class:`BadValue` that starts with ``refusal`` and
+    gives YAML's reason in one line."""
+    try:
+        return _yaml(text)
+    except yaml.YAMLError as err:
+        raise BadValue(f"{refusal} ({' '.join(str(err).split())})") from None
+
+
 def comma_list(value: Any) -> list[str]:
     """A list option: a YAML list, or one comma-separated word (``sentence1,sentence2``)."""
     if not isinstance(value, list | str):
         raise BadValue(f"expected a list of names or comma-separated names, not {value!r}")
     if isinstance(value, str) and value.strip().startswith("["):  # a YAML list: [sentence1, sentence2]
-        try:
-            value = _yaml(value)
-        except yaml.YAMLError as err:
-            raise BadValue(f"not a valid YAML list ({' '.join(str(err).split())})") from None
+        value = _flow_yaml(value, "not a valid YAML list")
         if not isinstance(value, list):
             raise BadValue(f"expected a list of names or comma-separated names, not {value!r}")
     items = value if isinstance(value, list) else value.split(",")
@@ -103,10 +109,7 @@ def mapping(value: Any) -> dict[str, Any]:
         return dict(value or {})
     text = str(value).strip()
     if text.startswith(("{", "[")):  # JSON, or YAML in flow style
-        try:
-            parsed = _yaml(text)
-        except yaml.YAMLError as err:
-            raise BadValue(f"not valid JSON or YAML ({' '.join(str(err).split())})") from None
+        parsed = _flow_yaml(text, "not valid JSON or YAML")
         if not isinstance(parsed, dict):
             raise BadValue(f"expected a mapping, not {text}")
         return parsed

@@ -10,8 +10,8 @@ from typing import Any
 
 from hire.data.examples import DataError
 from hire.data.glue import GLUE_TASKS
+from hire.model.sharing import markdown_table  # the one table writer; see there why it lives in sharing
 from hire.saved_model import read_run_metrics
-from hire.sharing import markdown_table  # the one table writer; see there why it lives in sharing
 
 
 def collect_runs(run_dirs: list[Path]) -> list[dict[str, Any]]:

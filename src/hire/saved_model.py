@@ -20,16 +20,18 @@ import yaml
 from hire.checks import ConfigError, check_saved_model, is_run_folder, read_yaml
 from hire.data.examples import DataError
 from hire.data.glue import task_text_columns
-from hire.sharing import BI_ENCODER_FILE
+from hire.tasktype import task_kinds
 
 
 def saved_model_config(model_dir: str | Path, option: str = "--model") -> dict[str, Any]:
     """The ``config.json`` of a saved model, as a dict, with the type of every field the commands read checked
     (:func:`check_saved_config`)."""
     path = check_saved_model(model_dir, option) / "config.json"
-    if (path.parent / BI_ENCODER_FILE).is_file():
-        raise ConfigError(f"{option} {model_dir}: a bi-encoder, whose folder is a plain transformers encoder (with "
-                          f"{BI_ENCODER_FILE} beside it); start a new model from it with --model.encoder {model_dir}")
+    for kind in task_kinds().values():  # a kind's model saved in a layout of its own (a bi-encoder: an encoder)
+        what = kind.own_layout(path.parent)
+        if what is not None:
+            raise ConfigError(f"{option} {model_dir}: {what}; start a new model from it with --model.encoder "
+                              f"{model_dir}")
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -44,8 +46,9 @@ def check_model_folder(model_dir: str | Path, option: str = "--model") -> dict[s
     """What every command on a saved model needs, checked before anything loads or is written: its
     ``config.json`` (:func:`saved_model_config`), whole weights (:func:`check_weights`) and a tokenizer
     (``tokenizer_config.json``, which ``save_pretrained(folder, tokenizer)`` writes). Returns the config."""
-    bi = bi_encoder_config(model_dir, option)
-    config = bi if bi is not None else saved_model_config(model_dir, option)
+    folder = Path(model_dir).expanduser()
+    own = next((kind for kind in task_kinds().values() if kind.own_layout(folder) is not None), None)
+    config = own.read_own_layout(model_dir, option) if own is not None else saved_model_config(model_dir, option)
     check_weights(model_dir, option)
     if not (Path(model_dir).expanduser() / "tokenizer_config.json").is_file():
         raise ConfigError(f"{option} {model_dir}: no tokenizer files in this folder (no tokenizer_config.json); "
@@ -53,54 +56,13 @@ def check_model_folder(model_dir: str | Path, option: str = "--model") -> dict[s
     return config
 
 
-# The fields of bi_encoder.json that hire reads: (is the value right, what it must be).
-_BI_FIELDS: dict[str, tuple[Any, str]] = {
-    "ranker": (lambda v: v == "bi", '"bi"'),
-    "task_type": (lambda v: v == "ranking", '"ranking"'),
-    "pooling": (lambda v: v == "mean", '"mean"'),
-    "layer": (lambda v: v == "last", '"last"'),
-    "similarity": (lambda v: v == "cosine", '"cosine"'),
-    "scale": (lambda v: isinstance(v, int | float) and not isinstance(v, bool) and 0 < v < float("inf"),
-              "a finite number > 0"),
-    "head": (lambda v: v in ("last-layer", "pool-mean"), '"last-layer" or "pool-mean"'),
-    "encoder": (lambda v: isinstance(v, str), "a string (the encoder's name or path)"),
-    "rank_loss": (lambda v: v in ("in-batch", "pairwise"), '"in-batch" or "pairwise"'),
-    "rank_margin": (lambda v: isinstance(v, int | float) and not isinstance(v, bool) and 0 < v < float("inf"),
-                    "a finite number > 0"),
-    "task_options": (lambda v: v is None or isinstance(v, dict), "a JSON object"),
-}
+def _model_types() -> list[str]:
+    """The ``task_type`` values of the kinds of task (hire.tasktype.task_kinds)."""
+    return [kind.model_type for kind in task_kinds().values()]
 
 
-def bi_encoder_config(model_dir: str | Path, option: str = "--model") -> dict[str, Any] | None:
-    """A saved bi-encoder's description, None where the folder holds none (no ``bi_encoder.json``): its
-    ``bi_encoder.json`` (each field hire reads checked) with ``encoder_config``, the encoder's own ``config.json``
-    (a ``transformers`` config with a ``model_type``). A file that is not what hire writes is a ConfigError naming
-    it."""
-    folder = Path(model_dir).expanduser()
-    path = folder / BI_ENCODER_FILE
-    if not path.is_file():
-        return None
-    values: dict[str, Any] = {}
-    for file in (path, folder / "config.json"):
-        try:
-            read = json.loads(file.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"{option} {model_dir}: a bi-encoder ({BI_ENCODER_FILE}) without its encoder's "
-                              "config.json") from None
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            read = None
-        if not isinstance(read, dict):
-            raise ConfigError(f"{option} {model_dir}: {file} is not a JSON object")
-        values[file.name] = read
-    config = values[BI_ENCODER_FILE]
-    for key, (ok, what) in _BI_FIELDS.items():
-        if key not in config or not ok(config[key]):
-            shown = json.dumps(config[key])[:80] if key in config else "missing"
-            raise ConfigError(f"{path}: {key} must be {what}, not {shown}")
-    encoder = values["config.json"]
-    if not isinstance(encoder.get("model_type"), str):
-        raise ConfigError(f"{folder / 'config.json'}: not a transformers encoder's config (no model_type)")
-    return {**config, "encoder_config": encoder}
+def _either(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
 
 
 def _is_int(value: Any) -> bool:
@@ -126,7 +88,7 @@ _FIELDS: dict[str, tuple[Any, str]] = {
     "num_labels": (lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
     "classifier_dropout": (lambda v: isinstance(v, int | float) and not isinstance(v, bool), "a number"),
     "freeze_encoder": (lambda v: isinstance(v, bool), "true or false"),
-    "task_type": (lambda v: v in ("sequence", "token", "ranking"), '"sequence", "token" or "ranking"'),
+    "task_type": (lambda v: v in _model_types(), _either([f'"{t}"' for t in _model_types()])),
     "subword": (lambda v: v in ("first", "last", "mean"), '"first", "last" or "mean"'),
     "task_options": (lambda v: v is None or isinstance(v, dict), "a JSON object"),
 }

@@ -29,11 +29,10 @@ from transformers import get_linear_schedule_with_warmup
 from hire.checks import writing
 from hire.config import ConfigError, RunConfig, check_max_length
 from hire.data.batching import BOOKKEEPING_KEYS
-from hire.data.glue import task_text_columns
 from hire.evaluation import eval_loader, predict_task
 from hire.hardware import machine
-from hire.heads import head_options
-from hire.model import BiEncoder, HireModel, build_bi_encoder, build_model, load_ranker, load_tokenizer
+from hire.model import BiEncoder, HireModel, load_model
+from hire.model.sharing import ModelCard
 from hire.runs import (
     CHECKPOINT,
     CHECKPOINT_TMP,
@@ -48,52 +47,7 @@ from hire.runs import (
     run_precision,
     write_atomic,
 )
-from hire.sharing import ModelCard, write_model_card
-from hire.tasktypes import TaskData, load_task
-
-
-def _tokenizer(name: str, option: str, words: bool = False) -> Any:
-    """The tokenizer of the encoder or model that ``option`` names; a folder without one is an error naming it.
-    ``words``: for a token task (:func:`hire.model.load_tokenizer`)."""
-    try:
-        return load_tokenizer(name, words)
-    except ValueError as err:
-        message = str(err).removeprefix(f"{name}: ")  # the folder is named once, after its option
-        raise ConfigError(f"{option} {name}: {message}") from None
-
-
-def build_for_task(cfg: RunConfig, task: TaskData) -> tuple[HireModel | BiEncoder, Any]:
-    m = cfg.model
-    loss = task.type.loss_options(cfg.train)  # what the loss reads from the training options (a ranker's)
-    if m.ranker == "bi":  # validated: a ranking task, a bi-encoder's head and loss, no init_from
-        model = build_bi_encoder(m.encoder, m.head, loss["rank_loss"], loss["rank_margin"],
-                                 task.type.model_options(task).get("task_options"))
-        return model, _tokenizer(m.encoder, "--model.encoder")
-    columns, words = None, task.type.model_type == "token"
-    if task.type.model_type == "sequence":
-        columns = list(cfg.data.text_columns) if cfg.data.task == "custom" else list(task_text_columns(cfg.data.task))
-    if m.init_from:  # e.g. MNLI before RTE: a new output layer when the label set differs
-        model = HireModel.from_pretrained(m.init_from, num_labels=task.num_labels, label_names=task.label_names)
-        if model.config.task_type != task.type.model_type:
-            raise ConfigError(f"--model.init_from {m.init_from}: a {model.config.task_type} model, but task "
-                              f"{task.name} is a {task.type.model_type} task")
-        model.config.text_columns = columns
-        model.config.task_options = {**model.config.task_options, **loss}
-        model.freeze_encoder(m.freeze_encoder)
-        return model, _tokenizer(m.init_from, "--model.init_from", words)
-    options = dict(m.head_options)
-    if "seed" in head_options(m.head) and "seed" not in options:
-        options["seed"] = cfg.train.seed  # Table 5's random scores: a new draw for every run seed
-    extra = task.type.model_options(task)
-    if loss:
-        extra["task_options"] = {**extra.get("task_options", {}), **loss}
-    model = build_model(m.encoder, m.head, task.num_labels, options, task.label_names, m.classifier_dropout,
-                        freeze_encoder=m.freeze_encoder, task_type=task.type.model_type, **extra)
-    model.config.text_columns = columns
-    tokenizer = _tokenizer(m.encoder, "--model.encoder", words)
-    if words:
-        model.set_word_pieces(tokenizer)  # a tagger finds words in token ids alone (transformers' pipeline)
-    return model, tokenizer
+from hire.tasktype import load_task
 
 
 def param_groups(model: HireModel, cfg: RunConfig) -> list[dict[str, Any]]:
@@ -157,12 +111,10 @@ class Trainer:
         check_output_dir(self.out)
         precision = run_precision(self.out, cfg)  # fp16 without a GPU is refused here
         self.task = load_task(cfg.data)  # every split read (every bad row reported) before training
-        if cfg.model.ranker == "bi":
-            self.task.options["ranker"] = "bi"  # the ranking type encodes questions and passages apart
         if not self.task.dev:
             raise ValueError(f"task {self.task.name}: no labelled evaluation split to select the best model")
         set_seed(cfg.train.seed)
-        self.model, self.tokenizer = build_for_task(cfg, self.task)  # bad head names fail here, early
+        self.model, self.tokenizer = self.task.type.build(cfg, self.task)  # bad head names fail here, early
         check_max_length(cfg.data.max_length, self.model.encoder.config)
         t, d = cfg.train, cfg.data
         kind = self.task.type  # how this kind of task is tokenized, batched, predicted and scored
@@ -395,15 +347,14 @@ class Trainer:
         """
         acc, out = self.accelerator, self.out
         acc.wait_for_everyone()  # the main process has written best/
-        saved = load_ranker(out / "best")
+        saved = load_model(out / "best")
         best = acc.prepare(saved)
         final: dict[str, Any] = {"task": self.task.name, "head": saved.config.head,  # init_from: its own head
                                  "encoder": self.cfg.model.encoder, "best_step": self.state.best_step,
                                  "steps": self.state.step, "train_seconds": round(self.state.train_seconds, 3),
                                  "mixed_precision": acc.mixed_precision, "processes": acc.num_processes,
                                  "machine": machine(), "dev": {}}
-        if isinstance(saved, BiEncoder):
-            final["ranker"] = "bi"
+        final.update(self.task.type.final_record(saved))
         splits = [*self.task.dev, *self.task.held_out, *(self.task.test if self.cfg.predict_test else [])]
         with writing(out):  # a write that fails without naming its file (a full disk) names the run folder
             return self._write_results(best, saved, final, splits)
@@ -420,12 +371,13 @@ class Trainer:
         if self.task.held_out:  # labelled, scored only now: never used to choose the model
             final["held_out"] = {split: predicted.results[split] for split in self.task.held_out}
         final["score"] = sum(r["score"] for r in final["dev"].values()) / len(final["dev"])
+        chosen = self.task.type.final_options(self.task)  # what dev chose that the model keeps (a threshold)
+        if acc.is_main_process and chosen:
+            saved.config.task_options = {**saved.config.task_options, **chosen}
+            saved.config.save_pretrained(out / "best")
         if acc.is_main_process:
             card = ModelCard(self.task.name, final["dev"], predicted.layer_weights, self.cfg.to_dict())
-            if isinstance(saved, BiEncoder):
-                saved.write_card(out / "best", card)
-            else:
-                write_model_card(out / "best", saved.config, card)
+            saved.write_card(out / "best", card)
             write_atomic(out / "metrics.json", json.dumps(final, indent=2) + "\n")
             self.state.finished = True
             self.state.save(out)

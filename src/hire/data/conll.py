@@ -238,16 +238,18 @@ def _conll_sentences(path: Path, token_column: int, tag_column: int, separator: 
         if tag_index is not None:
             tags.append(fields[tag_index])
         if not tokens[-1] or (tag_index is not None and not tags[-1]):
-            what = "token" if not tokens[-1] else "tag"
-            raise data_error(path, number, f"the {what} is empty (an extra separator?)")
+            raise data_error(path, number, "the tag is empty (an extra separator?)" if tokens[-1] else
+                             "the token is empty (an extra separator?)")
     end_sentence()
     if not docstarts:
         sentences = [replace(sentence, document=None) for sentence in sentences]
     return sentences, number
 
 
-def _strings(path: Path, number: int, record: dict[str, Any], key: str, word: str) -> tuple[str, ...]:
-    value = record[key]
+def _strings(path: Path, number: int, record: dict[str, Any], key: str) -> tuple[str, ...]:
+    """``record[key]``, a list of non-empty strings (``tokens``, ``tags``), each named in messages as a token or
+    tag."""
+    value, word = record[key], key.removesuffix("s")
     if not isinstance(value, list):
         raise data_error(path, number, f"{key!r} must be a list of strings, found {type(value).__name__}")
     if not value:
@@ -276,7 +278,7 @@ def _jsonl_sentences(path: Path, require_tags: bool) -> tuple[list[_Sentence], i
         if not isinstance(record, dict) or "tokens" not in record:
             found = f"keys {sorted(record)}" if isinstance(record, dict) else f"a {type(record).__name__}"
             raise data_error(path, number, 'expected a JSON object {"tokens": [...], "tags": [...]}, found ' + found)
-        tokens = _strings(path, number, record, "tokens", "token")
+        tokens = _strings(path, number, record, "tokens")
         has_tags, has_document = record.get("tags") is not None, "document" in record
         if first is None:
             first, first_record = (number, has_tags, has_document), record
@@ -288,7 +290,7 @@ def _jsonl_sentences(path: Path, require_tags: bool) -> tuple[list[_Sentence], i
             raise data_error(path, number, f"this line has tags but line {first[0]} has none ({none} there)")
         if has_document != first[2]:
             raise data_error(path, number, f"only one of this line and line {first[0]} has a \"document\"")
-        tags = _strings(path, number, record, "tags", "tag") if has_tags else None
+        tags = _strings(path, number, record, "tags") if has_tags else None
         if tags is not None and len(tags) != len(tokens):
             raise data_error(path, number, f"{len(tokens)} tokens but {len(tags)} tags")
         guid, document = record.get("id"), record.get("document")

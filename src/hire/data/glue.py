@@ -26,7 +26,7 @@ __all__ = ["GLUE_TASKS", "TaskSpec", "data_dir_option", "default_glue_dir", "get
 
 ENV_VAR = "HIRE_GLUE_DIR"
 # The option that sets the data dir in the command that reads (named when the data is missing): the run
-# configuration's by default, which :func:`hire.tasktypes.load_task` reads; see :func:`data_dir_option`.
+# configuration's by default, which :func:`hire.tasktype.load_task` reads; see :func:`data_dir_option`.
 _DATA_DIR_OPTION: ContextVar[str] = ContextVar("glue_data_dir_option", default="--data.data_dir")
 
 
@@ -34,7 +34,7 @@ _DATA_DIR_OPTION: ContextVar[str] = ContextVar("glue_data_dir_option", default="
 def data_dir_option(option: str) -> Iterator[None]:
     """Within the block, a missing GLUE file's message names ``option`` as the way to set the data dir: for a
     command whose option is not the run configuration's ``--data.data_dir`` (``hire evaluate --data_dir``)
-    and that reads GLUE through a layer that does not pass it on (:func:`hire.tasktypes.load_task`)."""
+    and that reads GLUE through a layer that does not pass it on (:func:`hire.tasktype.load_task`)."""
     token = _DATA_DIR_OPTION.set(option)
     try:
         yield

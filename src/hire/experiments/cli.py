@@ -135,10 +135,10 @@ def _cmd_adopt(args: AdoptOptions) -> int:
 
 
 def _cmd_report(args: ReportOptions) -> int:
-    from hire.experiments.publish import write_report
+    from hire.experiments.publish import write_experiment_report
 
     exp, _, exp_dir = _load(args)
-    result = write_report(exp, exp_dir)
+    result = write_experiment_report(exp, exp_dir)
     if not args.quiet:
         from hire.experiments.tables import markdown
 

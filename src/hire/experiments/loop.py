@@ -53,9 +53,9 @@ from hire.experiments.status import (
     Estimates,
     cell_status,
     cell_statuses,
-    folder_in_use,
     matches_only,
     this_device,
+    training_in,
 )
 from hire.experiments.status import (
     progress as run_progress,
@@ -289,7 +289,7 @@ def _skip(exp: Experiment, s: CellStatus, exp_dir: Path, progress: Progress, dry
         progress.already_done += 1  # its committed record stands; no run folder here to collect from
     elif s.state == "running":
         where = (f"{s.job} is training it" if s.job else f"a process is training in {s.run}"
-                 if folder_in_use(s.run) else "another runner is training it")
+                 if training_in(s.run) else "another runner is training it")
         say(f"{s.cell.id}: {where} right now; left alone")
     elif s.state == "queued":
         say(f"{s.cell.id}: waiting in the scheduler's queue as {s.job}; left alone")

@@ -74,7 +74,7 @@ def layer_weights_files(header: list[str], lines: list[list[str]]) -> tuple[str,
     return "\n".join(md) + "\n", "\n".join(",".join(x) for x in [header, *lines]) + "\n"
 
 
-def write_report(exp: Experiment, exp_dir: Path) -> dict[str, Any]:
+def write_experiment_report(exp: Experiment, exp_dir: Path) -> dict[str, Any]:
     """Write everything; returns the table data, the written paths and the summary."""
     exp_dir = Path(exp_dir)
     records = load_records(exp, exp_dir)

@@ -27,7 +27,7 @@ import yaml
 from tqdm.auto import tqdm
 
 from hire.experiments.experiment import Experiment
-from hire.experiments.spec import RUNNER_OWNED, Cell, ExperimentError, config_differences, record_differences
+from hire.experiments.spec import RUNNER_OWNED, Cell, ExperimentError, cell_differences, record_differences
 from hire.runs import is_run_folder
 
 RUNNER_FILE = "experiment.json"  # written by the runner into a run folder: wall time over attempts
@@ -60,7 +60,7 @@ def read_record(path: Path) -> dict[str, Any]:
 
 def run_config(run: Path) -> Any:
     """A run folder's ``config.yaml`` as saved (None where it does not read as YAML: it then differs from every
-    cell, :func:`hire.experiments.spec.config_differences`)."""
+    cell, :func:`hire.experiments.spec.cell_differences`)."""
     try:
         return yaml.safe_load((run / "config.yaml").read_text()) or {}
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
@@ -207,7 +207,7 @@ def collect(exp: Experiment, runs_dir: Path, exp_dir: Path) -> dict[str, list[st
         run = run_dir(runs_dir, exp, cell)
         if not finished_run(run):
             result["unfinished"].append(cell.id)
-        elif config_differences(run_config(run), cell.options):
+        elif cell_differences(run_config(run), cell.options):
             result["changed_config"].append(cell.id)
         else:
             result["written" if collect_cell(exp, cell, run, exp_dir) else "unchanged"].append(cell.id)

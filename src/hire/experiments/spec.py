@@ -44,9 +44,9 @@ from typing import Any, get_origin
 
 from hire.checks import read_yaml
 from hire.config import ConfigError, RunConfig, did_you_mean, option_fields
+from hire.model.optiontypes import value_problem
 from hire.options import by_name, parse_options
-from hire.optiontypes import value_problem
-from hire.tasktypes import named_task
+from hire.tasktype import named_task
 
 TOP_KEYS = ("name", "description", "base", "seeds", "grid", "cells", "per_task", "baseline", "tables", "figure2")
 # Set by the runner for every cell: the folder, and no test-set prediction (a cell is compared on its dev
@@ -123,7 +123,7 @@ def default_options() -> dict[str, Any]:
     return {name: defaults.get(name) for name in option_types() if name not in RUNNER_OWNED}
 
 
-def config_differences(saved: Any, options: dict[str, Any]) -> list[str]:
+def cell_differences(saved: Any, options: dict[str, Any]) -> list[str]:
     """Options in which a run folder's ``config.yaml`` (nested or flat) differs from a cell's options.
     An option the saved file lacks counts as its default (an option added to the library later); a file that
     does not read as a configuration (not a mapping: ``None`` for a file that is not YAML) differs in every
@@ -147,12 +147,12 @@ PRECISION = "train.mixed_precision"
 
 
 def record_differences(record: dict[str, Any], options: dict[str, Any]) -> list[str]:
-    """Options in which a record's run differs from a cell's. As :func:`config_differences` of the record's
+    """Options in which a record's run differs from a cell's. As :func:`cell_differences` of the record's
     configuration, except that a precision setting of ``auto`` counts as what it resolved to on the record's
     machine (the record's ``mixed_precision``): the setting is only ever resolved and handed to Accelerate,
     so a run set to ``auto`` that resolved to bf16 trained exactly as one set to ``bf16``. (Not the other way:
     a cell set to ``auto`` is a machine-dependent choice that a record set to ``bf16`` does not answer.)"""
-    differ = config_differences(record.get("config", {}), options)
+    differ = cell_differences(record.get("config", {}), options)
     if PRECISION in differ and resolved_precision(record) == options.get(PRECISION):
         differ.remove(PRECISION)
     return differ
@@ -221,7 +221,7 @@ def check_option(path: Path, where: str, key: str, value: Any) -> Any:
         except ValueError as err:
             fail(path, where, str(err))
     if key == "model.head":
-        from hire.heads import head_names
+        from hire.model.heads import head_names
 
         if value not in head_names():
             fail(path, where, f"unknown head {value!r}; the heads are: {', '.join(head_names())}")

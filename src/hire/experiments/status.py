@@ -51,8 +51,8 @@ from hire.experiments.spec import (
     PRECISION,
     Cell,
     canonical,
+    cell_differences,
     check_option,
-    config_differences,
     fail,
     record_differences,
 )
@@ -76,14 +76,14 @@ class CellStatus:
     log: Path | None = None  # for "failed": the log that says why
 
 
-def folder_in_use(path: Path) -> bool:
+def training_in(path: Path) -> bool:
     """Whether a run is training in ``path`` right now (:func:`hire.runs.folder_in_use`). On a file system that
     offers no locks, the folder's lock cannot tell: False (a cluster's scheduler tells running cells apart,
     :func:`cell_statuses`)."""
-    from hire.runs import folder_in_use as in_use
+    from hire.runs import folder_in_use
 
     try:
-        return in_use(Path(path))
+        return folder_in_use(Path(path))
     except OSError as err:
         if err.errno in NO_LOCKS:
             return False
@@ -143,13 +143,13 @@ def cell_status(cell: Cell, run: Path, records: Path | None = None, claims: bool
 
     if job is not None and job.state != "ended":
         return CellStatus(cell, run, "running" if job.state == "running" else "queued", job=job.describe())
-    if folder_in_use(run) or (claims and records is not None and CellClaim(records, cell.id).held_elsewhere()):
+    if training_in(run) or (claims and records is not None and CellClaim(records, cell.id).held_elsewhere()):
         return CellStatus(cell, run, "running")
     if not is_run_folder(run):
         return CellStatus(cell, run, "recorded") if recorded(cell, records) else _left(cell, run, "left")
     if not (run / "config.yaml").is_file():
         return _left(cell, run, "started")  # marked, stopped before its configuration: `hire train` starts it
-    differ = tuple(config_differences(run_config(run), cell.options))
+    differ = tuple(cell_differences(run_config(run), cell.options))
     if differ:
         return CellStatus(cell, run, "changed", differ)
     return CellStatus(cell, run, "done") if (run / "metrics.json").is_file() else _left(cell, run, "started")

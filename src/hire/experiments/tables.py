@@ -14,7 +14,7 @@ import io
 from typing import Any
 
 from hire.reporting import markdown_table
-from hire.tasktypes import named_task
+from hire.tasktype import named_task
 
 AVERAGE = "Avg"
 

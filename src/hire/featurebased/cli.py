@@ -13,6 +13,7 @@ from typing import Literal
 
 from hire.config import AtLeast1, ConfigError, Positive, Probability, Seed
 from hire.featurebased import ROWS
+from hire.lab.options import WordFeatureOptions
 from hire.options import Command, choose_names, option, split_words, typed_command
 
 EPILOG = f"""\
@@ -42,7 +43,7 @@ def rows_of_encoder(words: Sequence[str], rows: list[str], encoder: str) -> list
     import sys
 
     from hire.featurebased.rows import row_layers
-    from hire.probing.sources import encoder_config, resolve_source
+    from hire.lab.sources import encoder_config, resolve_source
 
     states = encoder_config(resolve_source(encoder)).num_hidden_layers + 1
     lacking = []
@@ -63,7 +64,7 @@ def rows_of_encoder(words: Sequence[str], rows: list[str], encoder: str) -> list
 
 
 @dataclass(kw_only=True)
-class FeaturesCommand:
+class FeaturesCommand(WordFeatureOptions):
     """Compute once, with the encoder frozen, every word's hidden states H_0 .. H_l at its first sub-token for each
     split (cached on disk as float16, keyed by the encoder's files and the data), then train a randomly initialised
     2-layer BiLSTM (the encoder's width per direction) and a linear layer on each feature set (--rows), with early
@@ -92,11 +93,7 @@ class FeaturesCommand:
     max_train_examples: AtLeast1 | None = option("the first N training sentences (quick runs)", None)
     max_eval_examples: AtLeast1 | None = option("the first N dev and test sentences (quick runs)", None)
     # features
-    cache_dir: str | None = option("feature cache (default: $HIRE_FEATURE_CACHE or ~/.cache/hire/features)", None)
     cache_only: bool = option("only compute (or find) the cached features, train nothing", False)
-    max_length: AtLeast1 = option("sub-tokens per window (longer sentences: overlapping windows)", 128)
-    encode_batch_size: AtLeast1 = option("windows per encoder forward pass", 32)
-    device: str = option("cpu, cuda, cuda:1 ... (auto: cuda where there is one)", "auto")
     # tagger
     epochs: AtLeast1 = option("training epochs at most (early stopping on dev may end sooner)", 4)
     patience: AtLeast1 = option("epochs without a better dev score before stopping", 2)
@@ -109,7 +106,7 @@ class FeaturesCommand:
 
 def _cmd_features(args: FeaturesCommand) -> int:
     from hire.checks import check_input_file
-    from hire.probing.cli import check_encoders, check_results_dir, resolve_device, results_of
+    from hire.lab.checks import check_encoders, check_results_dir, results_of
 
     rows = parse_rows(args.rows)
     files = {"train": args.train_file, "dev": args.dev_file, "test": args.test_file}
@@ -132,7 +129,7 @@ def _cmd_features(args: FeaturesCommand) -> int:
     from hire.featurebased.grid import FeatureRun, run_features, summary_table
     from hire.featurebased.tagger import TaggerSettings
 
-    device = resolve_device(args.device)
+    device = args.resolved_device()
     tagger = TaggerSettings(args.epochs, args.lr, args.batch_size, args.patience, args.dropout, args.hidden_size,
                             args.seed, device)
     if args.task == "custom" and args.tag_column is not None and args.format != "conll":

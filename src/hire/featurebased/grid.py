@@ -16,15 +16,15 @@ from typing import Any
 
 from hire.config import ConfigError
 from hire.data.examples import TokenExample
-from hire.featurebased.encoding import WordEncoding
 from hire.featurebased.tagger import TaggerSettings
+from hire.lab.encoding import WordEncoding
 from hire.runs import mark_output_folder
 
 
 @dataclass
 class FeatureRun(WordEncoding):
     """What ``hire features`` runs (checked by the command line); how words are encoded and cached:
-    :class:`~hire.featurebased.encoding.WordEncoding`'s keyword options."""
+    :class:`~hire.lab.encoding.WordEncoding`'s keyword options."""
 
     encoder: str
     rows: list[str]
@@ -104,9 +104,9 @@ def _row_done(folder: Path, config: dict[str, Any], overwrite: bool) -> bool:
 
 def run_features(run: FeatureRun) -> dict[str, Any]:
     """Cache every split's features, train each row, write the summary; returns ``results.json``'s content."""
-    from hire.featurebased.cache import encoder_key
     from hire.featurebased.tagger import train_tagger
-    from hire.probing.sources import resolve_source
+    from hire.lab.sources import resolve_source
+    from hire.lab.words import encoder_key
 
     splits, tags = read_task(run)
     source = resolve_source(run.encoder)
@@ -143,7 +143,7 @@ def run_features(run: FeatureRun) -> dict[str, Any]:
 def summary_table(results: dict[str, Any]) -> list[str]:
     """Markdown: each row's best epoch and dev / test score (x100), beside the paper's BERT-base dev F1."""
     from hire.featurebased.rows import PAPER_DEV_F1
-    from hire.sharing import markdown_table
+    from hire.model.sharing import markdown_table
 
     paper = results["task"] == "conll2003-ner"
     lines = []

@@ -8,9 +8,9 @@
     sum-all          gamma * sum_{j=0..l} softmax(w)_j H_j       learned scalars w (l+1) and gamma
     hire-mix         sum_j s_j H_j, s from HIRE's extractor (eq. 2-4) per sentence (beyond the paper)
 
-"Weighted sum" is read as ELMo's scalar mix (:class:`hire.heads.baselines.ScalarMix`): one weight per layer for
+"Weighted sum" is read as ELMo's scalar mix (:class:`hire.model.heads.baselines.ScalarMix`): one weight per layer for
 the whole task, softmax-normalised, times a learned scale, starting from equal weights; the paper does not say
-more. ``hire-mix`` is :class:`hire.heads.hire.HIRE` with its fusion network off, whose per-token form returns A
+more. ``hire-mix`` is :class:`hire.model.heads.hire.HIRE` with its fusion network off, whose per-token form returns A
 (eq. 5): its Bi-GRU (eq. 2) runs over each layer's word features of the sentence (the words are its tokens
 here), so each sentence gets its own layer weights.
 
@@ -22,8 +22,8 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from hire.featurebased import ROWS
-from hire.heads.baselines import ScalarMix
-from hire.heads.hire import HIRE
+from hire.model.heads.baselines import ScalarMix
+from hire.model.heads.hire import HIRE
 
 PAPER_DEV_F1 = {"embeddings": 91.0, "second-to-last": 95.6, "last": 94.9, "sum-last-4": 95.9, "concat-last-4": 96.1,
                 "sum-all": 95.5}  # BERT-base, CoNLL-2003 dev (Table 7); fine-tuned: 96.4

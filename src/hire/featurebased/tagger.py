@@ -26,8 +26,8 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from tqdm.auto import tqdm
 
 from hire.data.examples import TokenExample
-from hire.featurebased.cache import WordFeatures
 from hire.featurebased.rows import FeatureRow
+from hire.lab.words import WordFeatures
 from hire.metrics import entity_scores, token_accuracy
 
 IGNORE = -100

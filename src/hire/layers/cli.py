@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from jsonargparse.typing import NonNegativeInt
 
 from hire.config import AtLeast1, ConfigError
+from hire.lab.checks import check_encoders, check_results_dir, results_of
+from hire.lab.options import DeviceOption, EncoderOptions, LengthOption
 from hire.layers.plan import FAMILIES, FAMILY_NAMES, parse_indices
 from hire.options import Command, option, typed_command
-from hire.probing.cli import EncoderOptions, check_encoders, check_results_dir, encoders_and_labels, resolve_device
 
 if TYPE_CHECKING:
     from hire.layers.grid import ReconstructOptions
@@ -62,7 +63,7 @@ def reconstruct_options(args: ReconstructCommand) -> ReconstructOptions:
     from hire.data.glue import get_task
     from hire.layers.grid import ReconstructOptions
 
-    encoders, labels = encoders_and_labels(args.encoder, args.labels)
+    encoders, labels = args.encoders_and_labels()
     columns = [c.strip() for c in args.text_columns.split(",") if c.strip()]
     if args.input is not None:
         if args.task is not None or args.split is not None:
@@ -77,8 +78,8 @@ def reconstruct_options(args: ReconstructCommand) -> ReconstructOptions:
         if args.split is not None and args.split not in spec.splits:
             raise ConfigError(f"--split {args.split}: {spec.name} has {', '.join(spec.splits)}")
     _check_output(args.output_dir)
-    check_encoders(encoders, max_length=args.max_length)  # last: it imports torch
-    device = resolve_device(args.device)
+    check_encoders(encoders, args.encoder_option(), max_length=args.max_length)  # last: it imports torch
+    device = args.resolved_device()
     return ReconstructOptions(encoders, args.output_dir, labels, None if args.input else (args.task or "CoLA"),
                               args.split, args.data_dir, args.input, columns, args.max_examples or None,
                               args.max_length, args.batch_size, args.decoder, args.x_axis, device)
@@ -87,14 +88,13 @@ def reconstruct_options(args: ReconstructCommand) -> ReconstructOptions:
 def _check_output(output_dir: str) -> None:
     """``--output_dir``: new, empty or ``hire reconstruct``'s own (its results.json, from before markers)."""
     from hire.layers.tables import FORMAT
-    from hire.probing.cli import results_of
 
     check_results_dir(output_dir, command="reconstruct", own=results_of("reconstruct", "format", FORMAT),
                       writes=("results.json", "reconstruction.md", "reconstruction.csv", "reconstruction.png"))
 
 
 def _cmd_reconstruct(args: ReconstructCommand) -> int:
-    from hire.layers.tables import load_results, write_report
+    from hire.layers.tables import load_results, write_reconstruct_report
 
     if args.report_only:
         from hire.runs import mark_output_folder
@@ -102,13 +102,13 @@ def _cmd_reconstruct(args: ReconstructCommand) -> int:
         _check_output(args.output_dir)
         results = load_results(args.output_dir)
         mark_output_folder(args.output_dir, "reconstruct")  # a folder from before markers: its results make it so
-        print(write_report(results, args.output_dir))
+        print(write_reconstruct_report(results, args.output_dir))
         return 0
     opts = reconstruct_options(args)
     from hire.layers.grid import run_reconstruction
 
     results = run_reconstruction(opts)
-    print(write_report(results, opts.output_dir))
+    print(write_reconstruct_report(results, opts.output_dir))
     print(f"results in {opts.output_dir}/ (results.json, reconstruction.md, reconstruction.csv, reconstruction.png)")
     return 0
 
@@ -137,7 +137,7 @@ class DeepenOptions:
 
 
 @dataclass(kw_only=True)
-class ReconstructCommand(EncoderOptions):
+class ReconstructCommand(DeviceOption, LengthOption, EncoderOptions):
     """Feed each hidden state H_0 .. H_l of each encoder to the model's own output layer (its trained masked-LM head
     where the checkpoint has one, else the tied input embeddings: logits = H E^T) and report the top-1 accuracy of
     recovering the unmasked input tokens at real positions (Kao et al.). Writes results.json, a table (Markdown,
@@ -152,7 +152,6 @@ class ReconstructCommand(EncoderOptions):
     input: str | None = option("your own file instead (.csv, .tsv, .jsonl with a header)", None)
     text_columns: str = option("--input: one or two text columns, comma-separated", "sentence")
     max_examples: AtLeast0 = option("the first N examples (0: all)", 500)
-    max_length: AtLeast1 = option("maximum tokens per example", 128)
     # run
     decoder: Literal["auto", "mlm-head", "tied-embeddings"] = option(
         "the output layer: auto takes the trained masked-LM head where the checkpoint has one, else the tied input "
@@ -160,7 +159,6 @@ class ReconstructCommand(EncoderOptions):
     x_axis: Literal["relative", "layer"] = option("plot against relative depth j/l (encoders of any depth side by "
                                                   "side) or layer index", "relative")
     batch_size: AtLeast1 = option("sentences per forward pass", 32)
-    device: str = option("cpu, cuda, cuda:1 ... (auto: cuda where there is one)", "auto")
 
 
 def add_commands() -> list[Command]:

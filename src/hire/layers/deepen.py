@@ -117,7 +117,7 @@ def source_folder(spec: str) -> Path:
     """The local folder of ``--encoder``: a folder, ``all-MiniLM-L6-v2``, or a hub name (its cached or
     downloaded snapshot: configuration, tokenizer and PyTorch weights only)."""
     from hire.config import check_encoder
-    from hire.encoder import resolve_encoder
+    from hire.model.encoder import resolve_encoder
 
     check_encoder(spec, "--encoder")  # a folder with config.json, or a plausible (cached, when offline) hub name
     folder = Path(resolve_encoder(spec)).expanduser()

@@ -12,11 +12,11 @@ from typing import Any
 import torch
 
 from hire.data.examples import Example
+from hire.lab.sources import resolve_source
 from hire.layers.deepen import read_deepen_record
 from hire.layers.plan import describe_plan, repeats
 from hire.layers.reconstruct import load_for_reconstruction, reconstruction_counts
-from hire.layers.tables import FORMAT, RESULTS, write_report
-from hire.probing.sources import resolve_source
+from hire.layers.tables import FORMAT, RESULTS, write_reconstruct_report
 from hire.runs import mark_output_folder
 
 
@@ -100,5 +100,5 @@ def run_reconstruction(opts: ReconstructOptions) -> dict[str, Any]:
                            "torch_threads": torch.get_num_threads()}}
     out = mark_output_folder(opts.output_dir, "reconstruct")
     (out / RESULTS).write_text(json.dumps(results, indent=2) + "\n")
-    write_report(results, out)
+    write_reconstruct_report(results, out)
     return results

@@ -32,7 +32,7 @@ from transformers import PreTrainedTokenizerBase
 from hire.config import ConfigError
 from hire.data.batching import Collator, LengthGroupedBatches, encode
 from hire.data.examples import Example
-from hire.probing.sources import EncoderSource, load_source
+from hire.lab.sources import EncoderSource, load_source
 
 DECODERS = ("auto", "mlm-head", "tied-embeddings")
 

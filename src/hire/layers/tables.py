@@ -102,7 +102,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
     save_png(fig, path)
 
 
-def write_report(results: dict[str, Any], out: str | Path) -> str:
+def write_reconstruct_report(results: dict[str, Any], out: str | Path) -> str:
     """``reconstruction.md``, ``.csv`` and ``.png`` under ``out``; returns the Markdown."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,11 +1,11 @@
 """Layer-wise probing (SPEC §6): what every hidden state of a frozen encoder knows.
 
-``hire probe`` encodes a task once (:mod:`~hire.probing.features`, cached), pools every hidden state
-four ways (:mod:`~hire.probing.pooling`), fits a linear probe on each (hidden state x pooling) and on
+``hire probe`` encodes a task once (:mod:`hire.lab.features`, cached), pools every hidden state
+four ways (:mod:`hire.lab.pooling`), fits a linear probe on each (hidden state x pooling) and on
 concatenations of layers (:mod:`~hire.probing.classifiers`, SentEval's protocol), and writes tables and
 figures (:mod:`~hire.probing.tables`) drawn from ``results.json`` (:mod:`~hire.probing.grid`).
 Tasks: GLUE, SentEval-style folders and users' files (:mod:`~hire.probing.tasks`); encoders: anything
-``hire train`` reads or writes (:mod:`~hire.probing.sources`).
+``hire train`` reads or writes (:mod:`hire.lab.sources`).
 """
 
 from __future__ import annotations
@@ -17,12 +17,9 @@ from typing import Any
 _EXPORTS = {
     "FeatureSet": "classifiers", "ProbeSettings": "classifiers", "design_matrix": "classifiers",
     "feature_sets": "classifiers", "pair_features": "classifiers",
-    "FeatureSettings": "features", "encode_texts": "features", "split_features": "features",
-    "POOLINGS": "pooling", "pool_hidden_states": "pooling",
-    "EncoderSource": "sources", "fingerprint": "sources", "resolve_source": "sources",
     "CustomFiles": "tasks", "ProbeTask": "classifiers", "load_probe_task": "tasks",
     "ProbeOptions": "grid", "run_probe": "grid", "load_results": "grid",
-    "write_report": "tables",
+    "write_probe_report": "tables",
 }
 __all__ = sorted(_EXPORTS)
 

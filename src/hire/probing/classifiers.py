@@ -31,8 +31,8 @@ from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 
 from hire.checks import ConfigError
 from hire.data.examples import Example
+from hire.lab.pooling import POOLINGS
 from hire.metrics import compute_metrics, main_score
-from hire.probing.pooling import POOLINGS
 
 C_GRID = (0.001, 0.01, 0.1, 1.0)
 ALPHA_GRID = (0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0)

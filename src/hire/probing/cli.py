@@ -9,178 +9,18 @@ Heavy imports (scikit-learn, matplotlib) wait until a command runs.
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-from hire.config import AtLeast1, ConfigError, Positive, Seed, ranged
+from hire.config import AtLeast1, Positive, Seed, ranged
 from hire.data.conllu import TREEBANK_HELP
+from hire.lab.checks import check_encoders, check_results_dir, positive_numbers, results_of
+from hire.lab.options import EncoderOptions, FeatureOptions
 from hire.options import Command, folder_command, option, split_words, typed_command
 
 if TYPE_CHECKING:
     from hire.probing.grid import ProbeOptions
-
-
-def positive_numbers(option: str, text: str) -> tuple[float, ...]:
-    """A grid option (``--c_grid 0.01,0.1,1``): positive numbers separated by commas; ConfigError otherwise."""
-    try:
-        values = tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise ConfigError(f"{option}: expected numbers separated by commas, not {text!r}") from None
-    if not values or any(not v > 0 for v in values):  # not > 0: NaN is no strength either
-        raise ConfigError(f"{option}: expected positive numbers separated by commas, not {text!r}")
-    return values
-
-
-ENCODERS_HELP = ("an encoder, or several comma-separated: hub name, local folder, all-MiniLM-L6-v2, a run folder "
-                 "(its best/), a saved model folder (its fine-tuned encoder), or random:<encoder> (its architecture "
-                 "with random weights, fixed seed, and its real tokenizer: an untrained twin)")
-
-
-def labels_help(option: str) -> str:
-    """The help of ``--labels`` beside the encoders' option ``option`` (``--encoder``, ``--encoders``)."""
-    return f"names for the encoders in tables and plots, comma-separated (default: the {option} values)"
-
-
-@dataclass(kw_only=True)
-class EncoderOptions:
-    """``--encoder`` and ``--labels``, as ``hire probe`` and ``hire reconstruct`` take them: repeatable or
-    comma-separated, one label per encoder (``hire rank-probe`` names the same option ``--encoders``)."""
-
-    encoder: list[str] = option(ENCODERS_HELP, [])
-    labels: list[str] = option(labels_help("--encoder"), [])
-
-
-@dataclass(kw_only=True)
-class FeatureOptions:
-    """How ``hire probe`` and ``hire rank-probe`` encode texts into cached pooled states
-    (:class:`hire.probing.features.FeatureSettings`): the cache, its precision, the forward passes and the device
-    (which fits the probes too)."""
-
-    cache_dir: str | None = option("feature cache (default: $HIRE_FEATURE_CACHE or ~/.cache/hire/features)", None)
-    cache_dtype: Literal["float16", "float32"] = option("stored feature precision (float16: half the space)",
-                                                        "float16")
-    max_length: AtLeast1 = option("maximum tokens per text encoded (a longer one is cut)", 128)
-    batch_size: AtLeast1 = option("texts per encoder forward pass", 64)
-    mixed_precision: Literal["auto", "no", "bf16", "fp16"] = option(
-        "encoder forward precision; auto: bf16 where the hardware is fast at it", "auto")
-    device: str = option("cpu, cuda, cuda:1 ... for encoding and fitting the probes (auto: cuda where there is one)",
-                         "auto")
-
-    def encoding(self) -> tuple[str, str, str]:
-        """The feature cache folder (:func:`feature_cache`), the device (:func:`resolve_device`) and the forward
-        precision on it (:func:`forward_precision`), checked."""
-        device = resolve_device(self.device)
-        precision = forward_precision(self.mixed_precision, device)
-        return feature_cache(self.cache_dir), device, precision
-
-
-def encoders_and_labels(encoder_words: list[str], label_words: list[str], option: str = "--encoder",
-                        ) -> tuple[list[str], list[str]]:
-    """The encoders (``option``'s words) and ``--labels``, checked: at least one encoder, a distinct name for
-    each."""
-    encoders, labels = split_words(encoder_words), split_words(label_words)
-    if not encoders:
-        raise ConfigError(f"{option}: give at least one encoder (hub name, folder, run folder or saved model)")
-    if labels and len(labels) != len(encoders):
-        raise ConfigError(f"--labels: {len(labels)} names for {len(encoders)} encoders")
-    if len(set(labels or encoders)) < len(encoders):
-        raise ConfigError("--labels: give each encoder a distinct name" if labels else
-                          f"{option}: the same encoder twice")
-    return encoders, labels
-
-
-def check_results_dir(output_dir: str, option: str = "--output_dir", command: str | None = None,
-                      writes: Sequence[str] = (), own: Callable[[Path], bool] | None = None) -> None:
-    """A folder the command may write its results in, and none of a training run's own files
-    (:func:`hire.runs.check_not_run_file`): checked before any work. With ``command``, the folder is also new,
-    empty or that command's own output (:func:`hire.checks.check_own_folder`: ``writes`` are the names it writes
-    there, ``own`` recognises its output from before markers): no command writes over a file it did not create."""
-    from hire.checks import check_output_folder, check_own_folder
-    from hire.runs import check_not_run_file
-
-    check_output_folder(output_dir, option)
-    check_not_run_file(output_dir, option)
-    if command is not None:
-        check_own_folder(output_dir, option, command, writes, own)
-
-
-def results_of(command: str, key: str | None = None, value: Any = None) -> Callable[[Path], bool]:
-    """Recognise a folder that ``hire {command}`` wrote before output folders carried a marker: its
-    ``results.json`` is a JSON object holding ``key`` (equal to ``value`` where one is given)."""
-    def own(folder: Path) -> bool:
-        try:
-            results = json.loads((folder / "results.json").read_text())
-        except (OSError, ValueError):
-            return False
-        return isinstance(results, dict) and key in results and (value is None or results[key] == value)
-
-    return own
-
-
-def check_encoders(encoders: list[str], option: str = "--encoder", max_length: int | None = None) -> None:
-    """Every encoder of ``option`` loadable (:func:`hire.probing.sources.check_source`), and, given ``max_length``
-    (``--max_length``), taking that many tokens (:func:`hire.config.check_max_length`, the check of ``hire train``
-    and ``hire predict``), before any work."""
-    from hire.config import check_max_length
-    from hire.probing.sources import check_source, encoder_config, resolve_source
-
-    for spec in encoders:
-        check_source(spec, option)
-        if max_length is not None:
-            try:
-                check_max_length(max_length, encoder_config(resolve_source(spec)), "--max_length")
-            except ConfigError as err:
-                raise ConfigError(f"{err} ({option} {spec})" if len(encoders) > 1 else str(err)) from None
-
-
-_DEVICE = re.compile(r"cpu|cuda(:\d+)?")
-
-
-def resolve_device(choice: str, option: str = "--device") -> str:
-    """``--device``, the one check of every lab command's: ``auto`` is cuda where there is a CUDA device, else cpu;
-    otherwise cpu, cuda or cuda:N of a CUDA device that is here. The lab's encoding and fitting run on a CPU or a
-    CUDA GPU: any other torch device (meta, which holds no data; mps; xpu) is refused here, before any work, rather
-    than fail in the middle of it. A ConfigError names the option and what to give."""
-    if choice != "auto" and not _DEVICE.fullmatch(choice):
-        raise ConfigError(f"{option} {choice}: expected auto, cpu, cuda or cuda:N (the encoders run and the probes "
-                          "fit on a CPU or a CUDA GPU)")
-    if choice == "cpu":
-        return choice
-    import torch
-
-    if choice == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if not torch.cuda.is_available():
-        raise ConfigError(f"{option} {choice}: no CUDA device here; give {option} cpu (or auto)")
-    count, index = torch.cuda.device_count(), int(choice.partition(":")[2] or 0)
-    if index >= count:
-        raise ConfigError(f"{option} {choice}: this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}")
-    return choice
-
-
-def forward_precision(choice: str, device: str) -> str:
-    """``--mixed_precision`` of the encoder's forward passes on ``device``
-    (:func:`hire.hardware.resolve_mixed_precision`); fp16 is a ConfigError on CPU."""
-    from hire.hardware import resolve_mixed_precision
-
-    precision = resolve_mixed_precision(choice)
-    if device == "cpu" and precision == "fp16":
-        raise ConfigError("--mixed_precision fp16: not on CPU (use bf16 or no)")
-    return precision
-
-
-def feature_cache(choice: str | None) -> str:
-    """``--cache_dir`` (default: :func:`hire.probing.features.default_cache_dir`), checked as a folder the
-    command may write in."""
-    from hire.probing.features import default_cache_dir
-
-    cache_dir = str(Path(choice or default_cache_dir()).expanduser())
-    check_results_dir(cache_dir, "--cache_dir")
-    return cache_dir
 
 
 def options_from_args(args: ProbeCommand) -> ProbeOptions:
@@ -189,12 +29,12 @@ def options_from_args(args: ProbeCommand) -> ProbeOptions:
     from hire.probing.grid import ProbeOptions
     from hire.probing.tasks import CustomFiles
 
-    (encoders, labels), tasks = encoders_and_labels(args.encoder, args.labels), split_words(args.task)
+    (encoders, labels), tasks = args.encoders_and_labels(), split_words(args.task)
     if not tasks:
         raise ValueError("--task: give at least one task (e.g. MR, SST-5, CoLA, MRPC, ud-probes, or custom)")
     cache_dir, device, precision = args.encoding()
     check_results_dir(args.output_dir, command="probe", writes=PROBE_WRITES, own=_probe_own)
-    check_encoders(encoders, max_length=args.max_length)
+    check_encoders(encoders, args.encoder_option(), max_length=args.max_length)
     tasks, treebank = _ud_tasks(args, tasks)
     columns = [c.strip() for c in args.text_columns.split(",") if c.strip()]
     custom = CustomFiles(args.train_file, args.dev_file, args.test_file, columns, args.label_column, args.regression)
@@ -246,25 +86,25 @@ def _probe_own(folder: Path) -> bool:
 
 def _cmd_probe(args: ProbeCommand) -> int:
     from hire.probing.grid import run_probe
-    from hire.probing.tables import write_report
+    from hire.probing.tables import write_probe_report
 
     if args.report_only:
         return _redraw(args.output_dir, "--output_dir")
     results = run_probe(options_from_args(args))
-    print(write_report(results, args.output_dir))
+    print(write_probe_report(results, args.output_dir))
     print(f"results in {args.output_dir}/ (results.json, report.md, poolings.csv, <task>/table-*.csv, layers.png)")
     return 0
 
 
 def _redraw(output_dir: str, option: str) -> int:
     from hire.probing.grid import load_results
-    from hire.probing.tables import write_report
+    from hire.probing.tables import write_probe_report
     from hire.runs import mark_output_folder
 
     check_results_dir(output_dir, option, "probe", PROBE_WRITES, _probe_own)
     results = load_results(output_dir)
     mark_output_folder(output_dir, "probe")  # a folder from before markers becomes the probe's by its results
-    print(write_report(results, output_dir))
+    print(write_probe_report(results, output_dir))
     return 0
 
 
@@ -377,3 +217,6 @@ def add_commands() -> list[Command]:
                        "Regenerate report.md, the CSV tables and the plots of `hire probe` from "
                        "OUTPUT_DIR/results.json, byte for byte."),
     ]
+
+
+__all__ = ["ProbeCommand", "UDTasksCommand", "add_commands"]

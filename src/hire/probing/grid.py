@@ -14,7 +14,6 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,15 +24,14 @@ import torch
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
-from hire.hardware import machine as run_machine
+from hire.lab.features import FeatureSettings, split_features
+from hire.lab.results import RESULTS, ResultsFormat, device_name, save_results
+from hire.lab.sources import EncoderSource, fingerprint, load_encoders, resolve_source
 from hire.probing.classifiers import ProbeSettings, cv_folds, feature_sets
-from hire.probing.features import FeatureSettings, _atomic_write, split_features
 from hire.probing.fit import probe_feature_sets
-from hire.probing.sources import EncoderSource, fingerprint, resolve_source
 from hire.probing.tasks import CustomFiles, ProbeTask, load_probe_task, subsample
 from hire.runs import mark_output_folder
 
-RESULTS = "results.json"
 GROWS = ("encoders", "labels", "tasks")  # what a later command may add to (the rest must be the same)
 FORMAT = "hire-probe/1"
 
@@ -71,13 +69,16 @@ class ProbeOptions:
         return values
 
 
-def machine(options: ProbeOptions) -> dict[str, Any]:
-    device = options.device
-    if device.startswith("cuda"):
-        device = f"{device} ({torch.cuda.get_device_name(torch.device(device))})"
-    host = run_machine()  # the CPU's name and bf16 units, as training runs record them
+def probe_machine(options: ProbeOptions) -> dict[str, Any]:
+    """The machine a probe ran on, as ``results.json`` records it: the CPU's name and bf16 units (as training
+    runs record them), threads, the device (:func:`hire.lab.results.device_name`), the precisions and the
+    library versions."""
+    from hire.hardware import machine
+
+    host = machine()
     return {"platform": platform.platform(), "processor": host["cpu"], "fast_bf16_cpu": host["fast_bf16_cpu"],
-            "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(), "device": device,
+            "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "device": device_name(options.device),
             "fit_threads": options.fit_threads,
             "precision": options.mixed_precision, "cache_dtype": options.cache_dtype,
             "python": sys.version.split()[0], "torch": torch.__version__,
@@ -98,7 +99,7 @@ def _start(options: ProbeOptions, encoders: list[dict[str, Any]]) -> dict[str, A
     that this command extends: the same options, with more encoders or tasks (whose results are kept)."""
     path = Path(options.output_dir) / RESULTS
     fresh = {"format": FORMAT, "config": options.comparable(), "encoders": encoders, "tasks": {},
-             "machine": machine(options)}
+             "machine": probe_machine(options)}
     if not path.is_file() or options.overwrite:
         return fresh
     old = read_results(path, "pass --overwrite to write it afresh (cached features are reused)")
@@ -122,12 +123,6 @@ def _with_default_probe(config: dict[str, Any]) -> dict[str, Any]:
         return config
     defaults = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(ProbeSettings()).items()}
     return {"treebank": None, **config, "probe": {**defaults, **probe}}
-
-
-def save_results(results: dict[str, Any], out: Path) -> None:
-    """``out``/results.json, written atomically (an interrupted write leaves the earlier file)."""
-    text = json.dumps(results, indent=2) + "\n"
-    _atomic_write(out / RESULTS, lambda f: f.write(text.encode()))
 
 
 def data_sha256(task: ProbeTask) -> str:
@@ -180,16 +175,6 @@ def probe_encoder(task: ProbeTask, source: EncoderSource, print_name: str, fp: s
     return {"rows": rows, "num_hidden_states": int(a.shape[1]), "hidden_size": int(a.shape[3]),
             "cached": cached, "sentences": sentences,
             "seconds": {"encode": round(encode_seconds, 3), "fit": round(fit_seconds, 3)}}
-
-
-def load_encoders(specs: list[str], labels: list[str]) -> tuple[list[EncoderSource], list[str], list[dict[str, Any]]]:
-    """Each encoder resolved (:func:`~hire.probing.sources.resolve_source`), the fingerprint of its weights, and
-    its record in ``results.json`` (label, what it is, fingerprint: what a resumed run compares)."""
-    sources = [resolve_source(spec) for spec in specs]
-    fingerprints = [fingerprint(s)["sha256"] for s in sources]
-    encoders = [{"label": label, **s.describe(), "fingerprint": fp}
-                for label, s, fp in zip(labels, sources, fingerprints, strict=True)]
-    return sources, fingerprints, encoders
 
 
 def run_probe(options: ProbeOptions) -> dict[str, Any]:
@@ -282,7 +267,7 @@ def grid_parser(doc: str, out_help: str) -> Any:
     ``--encoder``, ``--device`` and ``--cache_dir``; the script adds its own options."""
     import argparse
 
-    from hire.probing.features import default_cache_dir
+    from hire.lab.features import default_cache_dir
 
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("out", help=out_help)
@@ -291,7 +276,7 @@ def grid_parser(doc: str, out_help: str) -> Any:
     parser.add_argument("--encoder", action="append", default=[], help="only these encoder labels (repeatable)")
     def device(choice: str) -> str:
         from hire.config import ConfigError
-        from hire.probing.cli import resolve_device
+        from hire.lab.checks import resolve_device
 
         try:
             return resolve_device(choice)
@@ -313,62 +298,6 @@ def grid_pairs(results: dict[str, Any], tasks: list[str], encoders: list[str]) -
             raise ValueError(f"{option} {', '.join(unknown)}: not in the grid (it has {', '.join(known)})")
     return [(name, label) for name, record in results["tasks"].items() if not tasks or name in tasks
             for label in record["results"] if not encoders or label in encoders]
-
-
-def write_files(out: Path, files: dict[str, str]) -> None:
-    """Each ``name -> text`` written under ``out`` through a temporary file and a rename: a kill never leaves
-    half a file, and what an earlier run wrote stays until its replacement is whole."""
-    for name, text in files.items():
-        part = out / f"{name}.part"
-        part.write_text(text)
-        os.replace(part, out / name)
-
-
-@dataclass(frozen=True)
-class ResultsFormat:
-    """What a lab command's ``results.json`` holds, so that one reader checks the file of every command that
-    writes one: the ``command`` (``probe``), its ``format`` tag, the ``parts`` it must have (key -> JSON type),
-    and ``complete``, whether those parts hold what the report is drawn from (``lacking`` names them)."""
-
-    command: str
-    format: str
-    parts: dict[str, type]
-    complete: Callable[[dict[str, Any]], bool]
-    lacking: str
-
-    def load(self, output_dir: str | Path) -> dict[str, Any]:
-        """The results in ``output_dir`` (:meth:`read`), to draw the report from."""
-        path, run = Path(output_dir) / RESULTS, f"hire {self.command}"
-        if not path.is_file():
-            what = "a folder" if path.is_dir() else "no"
-            raise FileNotFoundError(f"{output_dir}: {what} {RESULTS} (run `{run} --output_dir {output_dir}` first)")
-        return self.read(path, f"run the `{run}` command that made it again with --overwrite to write it afresh "
-                         "(cached features are reused)")
-
-    def read(self, path: Path, repair: str) -> dict[str, Any]:
-        """``path`` as the command writes it; ValueError naming the file, what is wrong and ``repair`` (what
-        writes it afresh) for a file that is not one: not JSON or cut short, not an object, another format, or
-        missing a part the report is drawn from."""
-        from hire.reporting import read_json
-
-        results, problem = read_json(path)
-        if problem is None:
-            problem = self._problem(results)
-            if problem is None:
-                return results
-        raise ValueError(f"{path}: {problem}; {repair}")
-
-    def _problem(self, results: Any) -> str | None:
-        """What makes ``results`` no results record of the command (None: nothing)."""
-        run = f"`hire {self.command}`"
-        if not isinstance(results, dict):
-            return f"a JSON {type(results).__name__}, not {run} results (an object)"
-        if results.get("format") != self.format:
-            return f"not a {run} results file (format {results.get('format')!r}, not {self.format!r})"
-        for key, tp in self.parts.items():
-            if not isinstance(results.get(key), tp):
-                return f"incomplete: its {key} is {'missing' if key not in results else repr(results[key])[:60]}"
-        return None if self.complete(results) else f"incomplete: its {self.lacking} lack what {run} writes"
 
 
 PROBE_RESULTS = ResultsFormat(

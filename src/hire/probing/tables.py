@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hire.figures import new_axes, pct, save_png, slug, write_text
-from hire.probing.pooling import POOLINGS
+from hire.lab.pooling import POOLINGS
 from hire.reporting import csv_table, markdown_table
 
 LINE_STYLES = ("-", "--", ":", "-.")  # one per encoder in a figure
@@ -269,7 +269,7 @@ def timing_section(results: dict[str, Any], labels: list[str]) -> str:
     return "\n".join(["## Time", "", where, "", *markdown_table(header, rows, align="lr"), "", total, ""])
 
 
-def write_report(results: dict[str, Any], out: str | Path) -> str:
+def write_probe_report(results: dict[str, Any], out: str | Path) -> str:
     """Every table and figure of ``results`` under ``out``; returns the Markdown report (also report.md)."""
     out = Path(out)
     labels = [e["label"] for e in results["encoders"]]

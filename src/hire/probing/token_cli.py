@@ -9,12 +9,13 @@ its earlier results, the encoders and every data file are checked before any enc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from hire.config import AtLeast1, Positive, Seed
 from hire.data.conllu import TREEBANK_HELP
-from hire.options import Command, folder_command, option, split_words, typed_command
-from hire.probing.cli import positive_numbers
+from hire.lab.checks import check_encoders, check_results_dir, positive_numbers, results_of
+from hire.lab.options import EncoderList, WordFeatureOptions
+from hire.options import Command, folder_command, option, typed_command
 
 EPILOG = """\
 tasks: ud-upos, ud-deprel (from --treebank), conll-pos, conll-chunk, conll-ner (from --conll2003), or all.
@@ -23,25 +24,25 @@ from the training distribution; selectivity = task accuracy - control accuracy) 
 random-weight twin (random:<encoder>).
 
 examples:
-  hire probe-tokens --encoders all-MiniLM-L6-v2,random:all-MiniLM-L6-v2 --tasks all --output_dir runs/tokens
-  hire probe-tokens --encoders all-MiniLM-L6-v2 --tasks ud-upos,ud-deprel --treebank ud/en_gum --subword mean \\
+  hire probe-tokens --encoder all-MiniLM-L6-v2,random:all-MiniLM-L6-v2 --tasks all --output_dir runs/tokens
+  hire probe-tokens --encoder all-MiniLM-L6-v2 --tasks ud-upos,ud-deprel --treebank ud/en_gum --subword mean \\
       --output_dir runs/tokens-gum
   hire probe-tokens-report runs/tokens
 """
 
 
 @dataclass(kw_only=True)
-class TokenProbeCommand:
+class TokenProbeCommand(WordFeatureOptions, EncoderList):
     """Encode each word once with a frozen encoder (its first, last or mean sub-token, every hidden state, cached),
     then fit a multinomial logistic regression per hidden state (C chosen on dev by token accuracy) for UPOS and
     dependency relations of a UD treebank and CoNLL-2003's POS, chunk and NER tags; score dev and test. Beside every
     table: the majority class, a control task (Hewitt & Liang 2019: each word type mapped to a random tag;
     selectivity = task - control accuracy) and random-weight twins of the encoders (random:<encoder>). Writes
-    results.json, report.md (best and expected layer per task) and one figure with every task."""
+    results.json, report.md (best and expected layer per task) and one figure with every task. The encoder, where
+    none is given: all-MiniLM-L6-v2."""
 
-    encoders: list[str] = option("encoders, comma-separated: hub name, local folder, all-MiniLM-L6-v2, a run or saved "
-                                 "model folder, or random:<encoder> (its architecture with random weights, fixed "
-                                 "seed, and its real tokenizer; default: all-MiniLM-L6-v2)", [])
+    ENCODER_OPTION: ClassVar[str] = "--encoders"  # the spelling this command's messages named before --encoder
+
     tasks: list[str] = option("tasks, comma-separated, or all (the default)", [])
     output_dir: str = option("where results.json, report.md and figures/ go (a later run adds encoders or tasks)")
     overwrite: bool = option("start afresh where --output_dir holds probes run with other options", False)
@@ -55,10 +56,6 @@ class TokenProbeCommand:
     max_eval_sentences: AtLeast1 | None = option("the first N dev and test sentences (quick runs)", None)
     # features
     subword: Literal["first", "last", "mean"] = option("a word's vector: its first, last or mean sub-token", "first")
-    cache_dir: str | None = option("feature cache (default: $HIRE_FEATURE_CACHE or ~/.cache/hire/features)", None)
-    max_length: AtLeast1 = option("sub-tokens per window (longer sentences: overlapping windows)", 128)
-    encode_batch_size: AtLeast1 = option("windows per encoder forward pass", 32)
-    device: str = option("cpu, cuda, cuda:1 ... for encoding and fitting (auto: cuda where there is one)", "auto")
     # probes
     c_grid: str = option("inverse regularisation strengths, chosen per layer on dev, comma-separated",
                          "0.001,0.01,0.1,1")
@@ -70,14 +67,13 @@ class TokenProbeCommand:
 
 
 def _cmd_probe_tokens(args: TokenProbeCommand) -> int:
-    from hire.probing.cli import check_encoders, resolve_device
     from hire.probing.tokens import FitSettings, TokenProbeRun, parse_tasks, run_token_probes, summary_rows
 
     tasks = parse_tasks(args.tasks)
     grid = positive_numbers("--c_grid", args.c_grid)
-    device = resolve_device(args.device)
-    encoders = split_words(args.encoders) or ["all-MiniLM-L6-v2"]
-    check_encoders(encoders, "--encoders", max_length=args.max_length)
+    device = args.resolved_device()
+    encoders = args.encoder_words() or ["all-MiniLM-L6-v2"]
+    check_encoders(encoders, args.encoder_option(), max_length=args.max_length)
     run = TokenProbeRun(encoders=encoders, tasks=tasks,
                         output_dir=args.output_dir, treebank=args.treebank, conll2003=args.conll2003,
                         subword=args.subword, deprel=args.deprel, max_train_sentences=args.max_train_sentences,
@@ -98,7 +94,6 @@ def _cmd_probe_tokens(args: TokenProbeCommand) -> int:
 
 
 def _cmd_report(output_dir: str) -> int:
-    from hire.probing.cli import check_results_dir, results_of
     from hire.probing.tokens import redraw
 
     check_results_dir(output_dir, "output_dir", "probe-tokens", ("results.json", "report.md", "figures"),

@@ -9,15 +9,15 @@ CoNLL-2003 (chunk and NER in IOB2, each tag a class of its own):
   text), and a syntactic word takes the vector of the surface token that spells it (the words *do* and *n't* of
   *don't* share one vector, so a probe cannot tell them apart: about 1% of English EWT's words);
 - each word's vector at every hidden state ``H_0 .. H_l`` is its first, last or mean sub-token's
-  (:mod:`hire.featurebased.cache`: computed once per encoder and split, shared by the tasks of a source).
+  (:mod:`hire.lab.words`: computed once per encoder and split, shared by the tasks of a source).
 
-**Probe.** A multinomial logistic regression per hidden state, fitted by :func:`hire.probing.fit.fit_logistic`
-(scikit-learn's objective on standardised features, as ``hire probe`` fits it),
-``C`` chosen per state by token accuracy on dev (ties: the smaller ``C``), that model scored on dev and test. Metrics:
-token accuracy; for NER also the **per-token macro F1** over the tags other than ``O`` (each token scored on
-its own, not seqeval's entity F1). A dev/test tag never seen in training counts as an error. A control probe
-(below) is scored by token accuracy alone: its labels are random per word type, so an F1 over the task's entity
-tags would name classes that mean nothing there (and selectivity reads accuracy only).
+**Probe.** A multinomial logistic regression per hidden state, fitted by
+:func:`hire.probing.solvers.logistic.fit_logistic` (scikit-learn's objective on standardised features, as
+``hire probe`` fits it), ``C`` chosen per state by token accuracy on dev (ties: the smaller ``C``), that model scored on
+dev and test. Metrics: token accuracy; for NER also the **per-token macro F1** over the tags other than ``O`` (each
+token scored on its own, not seqeval's entity F1). A dev/test tag never seen in training counts as an error. A
+control probe (below) is scored by token accuracy alone: its labels are random per word type, so an F1 over the
+task's entity tags would name classes that mean nothing there (and selectivity reads accuracy only).
 
 **Controls.**
 
@@ -27,7 +27,7 @@ tags would name classes that mean nothing there (and selectivity reads accuracy 
   split, and an unseen type gets one too), and the same probe is trained on those labels. *Selectivity* is the
   task accuracy less the control accuracy, per layer: what the probe reads from the representation beyond
   memorising word identities;
-- an encoder with random weights (``random:<encoder>``, :mod:`hire.probing.sources`: the encoder's architecture
+- an encoder with random weights (``random:<encoder>``, :mod:`hire.lab.sources`: the encoder's architecture
   from its configuration with ``from_config`` under a fixed seed, and its real tokenizer): what a probe learns
   from token identity alone.
 
@@ -40,7 +40,7 @@ under the differential scores (edge probing, Tenney et al. 2019), ``E[l] = sum_l
 ``max(s_0 .. s_l)`` of those probes (every ``D_l >= 0``): the expected layer always lies within ``0 .. L``, and is
 0 where no layer improves on the embeddings. It describes the test curve and chooses nothing.
 
-``results.json`` holds every cell; :func:`write_report` draws ``report.md`` and ``figures/layers.png`` from it
+``results.json`` holds every cell; :func:`write_token_report` draws ``report.md`` and ``figures/layers.png`` from it
 alone (byte-identical when redrawn).
 """
 
@@ -58,10 +58,10 @@ import numpy as np
 
 from hire.config import ConfigError
 from hire.data.examples import DataError, TokenExample
-from hire.featurebased.encoding import WordEncoding
 from hire.figures import new_axes, pct, save_png
+from hire.lab.checks import check_encoders, check_results_dir, results_of
+from hire.lab.encoding import WordEncoding
 from hire.options import choose_names
-from hire.probing.cli import check_encoders, check_results_dir, results_of
 from hire.probing.tables import LINE_STYLES, task_records
 from hire.runs import mark_output_folder
 
@@ -291,15 +291,18 @@ def probe_layers(features: dict[str, np.ndarray], targets: dict[str, dict[str, n
     its dev and test predictions scored by ``score[labelling]`` (a control labelling: :func:`accuracy_only`).
 
     Each hidden state is one feature set of :mod:`hire.probing.fit`, fitted as ``hire probe`` fits a task with a
-    labelled test split: standardised on train (:func:`~hire.probing.fit.standardise`,
-    :func:`~hire.probing.fit.row_sets`, its preconditioner), one :func:`~hire.probing.fit.fit_logistic` per
+    labelled test split: standardised on train (:func:`~hire.probing.solvers.standardise.standardise`,
+    :func:`~hire.probing.solvers.standardise.row_sets`, its preconditioner), one
+    :func:`~hire.probing.solvers.logistic.fit_logistic` per
     ``C`` of the grid, each started from the previous ``C``'s solution (scikit-learn's objective and stopping
     rule), and each state's ``C`` the first best by dev accuracy (the smaller ``C`` on ties). The states are
     fitted one after another. Returns, per labelling, one cell per state: ``{"layer", "C", "dev": scores,
     "test": scores, "not_converged"}``."""
     import torch
 
-    from hire.probing.fit import fit_logistic, preconditioner, row_sets, standardise
+    from hire.probing.solvers.logistic import fit_logistic
+    from hire.probing.solvers.objective import preconditioner
+    from hire.probing.solvers.standardise import row_sets, standardise
 
     device = torch.device(settings.device)
     grid = sorted(settings.c_grid)
@@ -336,7 +339,7 @@ def probe_layers(features: dict[str, np.ndarray], targets: dict[str, dict[str, n
 
 def check_encoder_specs(specs: Sequence[str]) -> None:
     """Every ``--encoders`` entry named once and loadable (a ``random:`` twin's base too:
-    :func:`hire.probing.sources.check_source`), before any work."""
+    :func:`hire.lab.sources.check_source`), before any work."""
     if not specs:
         raise ConfigError("--encoders: give at least one encoder")
     if len(set(specs)) < len(specs):
@@ -350,7 +353,7 @@ def check_encoder_specs(specs: Sequence[str]) -> None:
 @dataclass
 class TokenProbeRun(WordEncoding):
     """What ``hire probe-tokens`` does: ``encoders`` (specs) x ``tasks`` into ``output_dir``; how words are encoded
-    and cached: :class:`~hire.featurebased.encoding.WordEncoding`'s keyword options."""
+    and cached: :class:`~hire.lab.encoding.WordEncoding`'s keyword options."""
 
     encoders: list[str]
     tasks: list[str]
@@ -451,9 +454,9 @@ def run_token_probes(run: TokenProbeRun, log: Callable[[str], None] = print) -> 
     report. Everything is checked (:func:`prepare`) before the first encoding."""
     import torch
 
-    from hire.featurebased.cache import encoder_key
     from hire.hardware import machine
-    from hire.probing.sources import resolve_source
+    from hire.lab.sources import resolve_source
+    from hire.lab.words import encoder_key
 
     results, data = prepare(run)
     out = Path(run.output_dir)
@@ -489,7 +492,7 @@ def run_token_probes(run: TokenProbeRun, log: Callable[[str], None] = print) -> 
             results["machine"] = {**machine(), "device": run.fit.device, "fit_threads": torch.get_num_threads()}
             mark_output_folder(out, "probe-tokens")
             _write_json(out / "results.json", results)
-    write_report(results, out)
+    write_token_report(results, out)
     return results
 
 
@@ -539,7 +542,7 @@ def _oracle(s: dict[str, Any]) -> str:
 def task_section(name: str, task: dict[str, Any], labels: list[str]) -> list[str]:
     """A task's Markdown: what it is, the majority baseline, and per encoder a table of every layer (task and
     control accuracy, selectivity, NER's macro F1, the chosen C)."""
-    from hire.sharing import markdown_table
+    from hire.model.sharing import markdown_table
 
     words = ", ".join(f"{s} {n}" for s, n in task["words"].items())
     maj = task["majority"]
@@ -615,9 +618,9 @@ def plot_tasks(path: Path, results: dict[str, Any], labels: list[str]) -> None:
     save_png(fig, path)
 
 
-def write_report(results: dict[str, Any], out: str | Path) -> str:
+def write_token_report(results: dict[str, Any], out: str | Path) -> str:
     """``report.md`` and ``figures/layers.png`` under ``out``, from ``results`` (a results.json) alone."""
-    from hire.sharing import markdown_table
+    from hire.model.sharing import markdown_table
 
     out = Path(out)
     labels = [e["label"] for e in results["encoders"]]
@@ -664,10 +667,10 @@ def redraw(output_dir: str | Path) -> str:
     if results is None:
         raise DataError(f"{folder / 'results.json'}: no such file (run hire probe-tokens --output_dir {folder})")
     mark_output_folder(folder, "probe-tokens")  # a folder from before markers: its results make it the probe's
-    return write_report(results, folder)
+    return write_token_report(results, folder)
 
 
 __all__ = ["TASKS", "FitSettings", "TokenProbeRun", "TokenTask", "WordSplit", "accuracy_only", "check_encoder_specs",
            "control_label", "control_labels", "expected_layer", "label_ids", "load_conll2003", "load_ud", "majority",
            "parse_tasks", "probe_layers", "probe_task", "read_results", "redraw", "run_token_probes", "selectivity",
-           "summarise", "token_metrics", "write_report"]
+           "summarise", "token_metrics", "write_token_report"]

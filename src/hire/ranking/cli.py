@@ -10,17 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from hire.config import AtLeast1, ConfigError, NonNegative, Positive, Seed
+from hire.lab.checks import check_encoders, check_results_dir, results_of
+from hire.lab.options import EncoderOptions, FeatureOptions
 from hire.options import Command, choose_names, folder_command, option, typed_command
-from hire.probing import cli as probe_cli
+from hire.ranking import LOSSES, SCORERS
 
 if TYPE_CHECKING:
-    from hire.ranking.frozen import RankProbeOptions
-
-SCORERS = ("cosine", "bilinear", "logistic", "mlp")  # hire.ranking.frozen's, here so that checking needs no torch
-LOSSES = ("hinge", "pointwise")
+    from hire.ranking.settings import RankProbeOptions
 
 EPILOG = """\
 scorers: cosine (untrained), bilinear (u^T W v), logistic and mlp (on [u; v; u*v; |u-v|]); losses: hinge (pairwise
@@ -28,11 +27,11 @@ rank hinge) and pointwise (binary cross-entropy). Every hidden state, first+last
 each under cls, sep, mean and max pooling, is a cell of every (scorer, loss) block.
 
 examples:
-  hire rank-probe --encoders all-MiniLM-L6-v2 --task wikiqa --output_dir runs/rank-probe-minilm
-  hire rank-probe --encoders all-MiniLM-L6-v2,random:all-MiniLM-L6-v2 --output_dir runs/rank-probe-untrained
-  hire rank-probe --encoders all-MiniLM-L6-v2 --max_train_questions 200 --scorers cosine,logistic \\
+  hire rank-probe --encoder all-MiniLM-L6-v2 --task wikiqa --output_dir runs/rank-probe-minilm
+  hire rank-probe --encoder all-MiniLM-L6-v2,random:all-MiniLM-L6-v2 --output_dir runs/rank-probe-untrained
+  hire rank-probe --encoder all-MiniLM-L6-v2 --max_train_questions 200 --scorers cosine,logistic \\
       --losses hinge --output_dir runs/rank-probe-quick
-  hire rank-probe --encoders all-MiniLM-L6-v2 --task custom --train_file train.tsv --dev_file dev.tsv \\
+  hire rank-probe --encoder all-MiniLM-L6-v2 --task custom --train_file train.tsv --dev_file dev.tsv \\
       --test_file test.tsv --columns qid=QuestionID,question=Question,pid=SentenceID,passage=Sentence,label=Label \\
       --output_dir runs/rank-probe-mine
   hire rank-probe-report runs/rank-probe-minilm
@@ -40,22 +39,15 @@ examples:
 
 
 @dataclass(kw_only=True)
-class _Encoders:
-    """``--encoders`` and ``--labels`` (:class:`hire.probing.cli.EncoderOptions` under this command's name), a base
-    of their own so that ``--help`` lists them first, before the encoding options."""
-
-    encoders: list[str] = option(probe_cli.ENCODERS_HELP, [])
-    labels: list[str] = option(probe_cli.labels_help("--encoders"), [])
-
-
-@dataclass(kw_only=True)
-class RankProbeCommand(probe_cli.FeatureOptions, _Encoders):
+class RankProbeCommand(FeatureOptions, EncoderOptions):
     """Encode each question and candidate passage apart, once, with a frozen encoder (pooled states cached), then
     score every hidden state and concatenation of layers under CLS, SEP, mean and max pooling with cosine similarity
     and with learned scorers (bilinear; [u; v; u*v; |u-v|] into a logistic layer or an MLP) trained with the
     pairwise rank hinge loss or pointwise cross-entropy, all feature sets at once, early stopping on dev MAP. BM25
     is the baseline row. Writes results.json, report.md, tables, MAP-by-layer figures, and TREC run files and qrels
     of each block's best cell."""
+
+    ENCODER_OPTION: ClassVar[str] = "--encoders"  # the spelling this command's messages named before --encoder
 
     output_dir: str = option("where results.json, report.md, tables/, figures/, runs/ and qrels/ go",
                              "runs/rank-probe")
@@ -123,12 +115,12 @@ def options_from_args(args: RankProbeCommand) -> RankProbeOptions:
     if args.data_dir is not None and args.task != "wikiqa":
         raise ConfigError("--data_dir: only with --task wikiqa (give --train_file ... with --task custom)")
     files = _files(args)
-    encoders, labels = probe_cli.encoders_and_labels(args.encoders, args.labels, "--encoders")
-    probe_cli.check_results_dir(args.output_dir, command="rank-probe", writes=WRITES, own=_own)
-    from hire.ranking.frozen import FitSettings, RankProbeOptions
+    encoders, labels = args.encoders_and_labels()
+    check_results_dir(args.output_dir, command="rank-probe", writes=WRITES, own=_own)
+    from hire.ranking.settings import FitSettings, RankProbeOptions
 
     cache_dir, device, precision = args.encoding()
-    probe_cli.check_encoders(encoders, "--encoders", max_length=args.max_length)
+    check_encoders(encoders, args.encoder_option(), max_length=args.max_length)
     fit = FitSettings(args.epochs, args.patience, args.lr, args.weight_decay, args.batch_questions, args.margin,
                       args.mlp_hidden, args.seed, device)
     return RankProbeOptions(encoders, args.output_dir, labels, args.task, args.data_dir, files, args.format,
@@ -140,11 +132,11 @@ def options_from_args(args: RankProbeCommand) -> RankProbeOptions:
 def _cmd_rank_probe(args: RankProbeCommand) -> int:
     from hire.data.glue import data_dir_option
     from hire.ranking.frozen import run_rank_probe
-    from hire.ranking.tables import write_report
+    from hire.ranking.tables import write_rank_report
 
     with data_dir_option("--data_dir"):  # WikiQA's folder, named so where it is missing
         results = run_rank_probe(options_from_args(args))
-    write_report(results, args.output_dir)
+    write_rank_report(results, args.output_dir)
     best = results.get("best")
     if best:
         split = "test" if "test" in best else "dev"
@@ -161,17 +153,17 @@ def _own(folder: Path) -> bool:
     """A ``hire rank-probe`` folder from before markers: its results.json is the rank probe's format."""
     from hire.ranking.tables import FORMAT
 
-    return probe_cli.results_of("rank-probe", "format", FORMAT)(folder)
+    return results_of("rank-probe", "format", FORMAT)(folder)
 
 
 def _cmd_report(output_dir: str) -> int:
-    from hire.ranking.tables import load_results, write_report
+    from hire.ranking.tables import load_results, write_rank_report
     from hire.runs import mark_output_folder
 
-    probe_cli.check_results_dir(output_dir, "output_dir", "rank-probe", WRITES, _own)
+    check_results_dir(output_dir, "output_dir", "rank-probe", WRITES, _own)
     results = load_results(output_dir)
     mark_output_folder(output_dir, "rank-probe")  # a folder from before markers becomes the probe's by its results
-    write_report(results, output_dir)
+    write_rank_report(results, output_dir)
     print(f"report in {output_dir}/report.md")
     return 0
 

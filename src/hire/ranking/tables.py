@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from hire.figures import new_axes, pct, save_png, slug, write_text
-from hire.probing.grid import ResultsFormat
-from hire.probing.pooling import POOLINGS
+from hire.lab.pooling import POOLINGS
+from hire.lab.results import ResultsFormat
 from hire.probing.tables import encoder_lines, layer_means
 from hire.reporting import csv_table, markdown_table
 
@@ -246,7 +246,7 @@ def timing_section(results: dict[str, Any]) -> str:
     return "\n".join(["## Time", "", where, "", *markdown_table(header, rows, align="llrlr"), "", total, ""])
 
 
-def write_report(results: dict[str, Any], out: str | Path) -> str:
+def write_rank_report(results: dict[str, Any], out: str | Path) -> str:
     """Every table and figure of ``results`` under ``out``; returns the Markdown report (also ``report.md``)."""
     out = Path(out)
     data = results["data"]
