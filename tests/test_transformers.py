@@ -175,7 +175,9 @@ def test_folder_with_code_loads_where_hire_cannot_be_imported(
     assert {f"{name}.py" for name in CODE_FILES} <= {p.name for p in folder.iterdir()}
     assert json.loads((folder / "config.json").read_text())["auto_map"] == {
         "AutoConfig": "modeling_hire.HireConfig", "AutoModelForSequenceClassification": "modeling_hire.HireModel",
-        "AutoModelForTokenClassification": "modeling_hire.HireForTokenClassification"}
+        "AutoModelForTokenClassification": "modeling_hire.HireForTokenClassification",
+        "AutoModelForQuestionAnswering": "modeling_hire.HireForQuestionAnswering",
+        "AutoModelForMultipleChoice": "modeling_hire.HireForMultipleChoice"}
     assert "trust_remote_code=True" in (folder / "README.md").read_text()
     assert result.returncode == 0, result.stderr[-3000:]
     labels = dict(line.split(" -> ") for line in result.stdout.splitlines() if " -> " in line)
@@ -244,3 +246,41 @@ def test_missing_weights_get_pytorch_initialisation(tmp_path: Path, encoder: Pat
     model = AutoModelForSequenceClassification.from_pretrained(tmp_path, num_labels=5, ignore_mismatched_sizes=True)
     w = model.output.out.weight
     assert w.shape == (5, 32) and torch.isfinite(w).all() and 0 < w.abs().max() <= 32**-0.5
+
+
+@pytest.mark.parametrize("task_type, auto", [("span", "AutoModelForQuestionAnswering"),
+                                             ("choice", "AutoModelForMultipleChoice")])
+def test_span_and_choice_models_load_with_their_code_where_hire_cannot_be_imported(
+        tmp_path: Path, encoder: Path, task_type: str, auto: str) -> None:
+    """A span model and a multiple-choice model saved with their code load through their Auto class with
+    trust_remote_code where hire cannot be imported, and score as hire does."""
+    torch.manual_seed(0)
+    labels = {"span": (2, ["start", "end"]), "choice": (1, None)}[task_type]
+    model = build_model(str(encoder), head="hire", num_labels=labels[0], label_names=labels[1],
+                        task_type=task_type).eval()
+    tokenizer = load_tokenizer(str(encoder))
+    folder = tmp_path / task_type
+    model.save_pretrained(folder, tokenizer, with_code=True)
+    batch = tokenizer(["a fine film", "a dull film"], ["good fun", "bad acting"], padding=True, return_tensors="pt")
+    if task_type == "choice":
+        batch = {k: v.unsqueeze(0) for k, v in batch.items()}  # one question, two choices
+    with torch.no_grad():
+        out = model(**batch)
+    expected = out.start_logits if task_type == "span" else out.logits
+    torch.save((dict(batch), expected), tmp_path / "expected.pt")
+    code = HIDE_HIRE + f"""
+import torch
+from transformers import {auto}
+torch.set_num_threads(1)
+model = {auto}.from_pretrained({str(folder)!r}, trust_remote_code=True).eval()
+assert type(model).__module__.startswith("transformers_modules."), type(model)
+batch, expected = torch.load({str(tmp_path / "expected.pt")!r})
+with torch.no_grad():
+    out = model(**batch)
+got = out.start_logits if {task_type!r} == "span" else out.logits
+assert torch.equal(got, expected), (got, expected)
+print("same")
+"""
+    result = run_python(code, tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split()[-1] == "same"

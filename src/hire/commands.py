@@ -154,8 +154,7 @@ def _cmd_export(args: ExportOptions) -> int:
     model = load_checked_model(args.model)
     with _staged_folder(out) as staged:
         model.save_pretrained(staged, tokenizer, with_code=True, card=ModelCard(**card))
-    auto = "AutoModelForTokenClassification" if type(model).__name__.endswith("ForTokenClassification") \
-        else "AutoModelForSequenceClassification"
+    auto = model.auto_class_name
     print(f"{out}: {model.config.head} model with its tokenizer and code; load it with transformers' "
           f"{auto}.from_pretrained(..., trust_remote_code=True), hire installed or not")
     return 0
@@ -248,6 +247,9 @@ def _cmd_report(args: ReportOptions) -> int:
 
 
 
+# What hire evaluate's options say of the named tasks and their folders: each kind of task's words.
+_NAMED_TASKS = "; ".join(kind.named_help for kind in task_kinds().values() if kind.named_help)
+_DATA_FOLDERS = "; ".join(kind.data_dir_help for kind in task_kinds().values() if kind.data_dir_help)
 # The input layouts of `hire predict`: each kind of task's, in the order the kinds were registered.
 _PREDICT_FORMATS = Literal[tuple(f for kind in task_kinds().values() for f in kind.predict_formats)]  # type: ignore
 
@@ -276,11 +278,9 @@ class _PredictingOptions(ModelOptions):
 
 @dataclass(kw_only=True)
 class EvaluateOptions(_PredictingOptions):
-    task: str = option("GLUE task name, conll2003 for a tagger, or wikiqa for a ranker")
+    task: str = option(f"the task, by name, of the model's kind: {_NAMED_TASKS}")
     split: Literal["dev", "test", "all"] = option("which splits", "dev")
-    data_dir: str | None = option("the task's folder (default: $HIRE_GLUE_DIR or ../shared/data/glue; CoNLL-2003: "
-                                  "$HIRE_CONLL2003_DIR or ../shared/data/conll2003; WikiQA: $HIRE_WIKIQA_DIR or "
-                                  "../shared/data/wikiqa)", None)
+    data_dir: str | None = option(f"the task's folder, as the official download: {_DATA_FOLDERS}", None)
     max_examples: AtLeast1 | None = option("only the first N examples of each split (for a ranker: N questions, "
                                            "with all their candidates)", None)
     output_dir: str | None = option("where predictions and metrics go (default: RUN/eval-TASK beside the model when "

@@ -16,7 +16,9 @@ that it can travel with a model. One module a job:
   ``forward`` checks of its batch;
 - :mod:`~hire.model.sequence` (:class:`HireModel`, the base class: a label or score per sentence or pair),
   :mod:`~hire.model.tokens` (:class:`HireForTokenClassification`), :mod:`~hire.model.ranking`
-  (:class:`HireForRanking`, a cross-encoder) and :mod:`~hire.model.biencoder` (:class:`BiEncoder`); each model
+  (:class:`HireForRanking`, a cross-encoder), :mod:`~hire.model.biencoder` (:class:`BiEncoder`),
+  :mod:`~hire.model.spans` (:class:`HireForQuestionAnswering`) and :mod:`~hire.model.choice`
+  (:class:`HireForMultipleChoice`); each model
   class registers the ``task_type`` it serves (:mod:`~hire.model.registry`), and :mod:`~hire.model.auto` is the
   one place that goes from a task type or a saved folder to its class (:func:`build_model`, :func:`load_model`);
 - :mod:`~hire.model.losses`, :mod:`~hire.model.heads`, :mod:`~hire.model.recurrent`, :mod:`~hire.model.encoder`,
@@ -39,12 +41,16 @@ __all__ = [
     "BiEncoder",
     "BiEncoderConfig",
     "BiEncoderOutput",
+    "ChoiceOutput",
     "HireConfig",
+    "HireForMultipleChoice",
+    "HireForQuestionAnswering",
     "HireForRanking",
     "HireForTokenClassification",
     "HireModel",
     "ModelOutput",
     "OutputLayer",
+    "SpanOutput",
     "TokenOutput",
     "build_bi_encoder",
     "build_model",
@@ -91,6 +97,7 @@ def _load() -> None:
         build_bi_encoder,
         is_bi_encoder,
     )
+    from hire.model.choice import ChoiceOutput, HireForMultipleChoice
     from hire.model.config import CONFIG_NAME, SUBWORDS, HireConfig, check_label_names, check_num_labels, load_config
     from hire.model.losses import (
         BI_SCALE,
@@ -104,6 +111,7 @@ def _load() -> None:
     from hire.model.ranking import HireForRanking
     from hire.model.registry import model_class_for, model_task_types, register_model_class
     from hire.model.sequence import HireModel, ModelOutput, OutputLayer
+    from hire.model.spans import HireForQuestionAnswering, SpanOutput
     from hire.model.tokenizer import TOKENIZER_FILES, load_tokenizer
     from hire.model.tokens import HireForTokenClassification, TokenOutput, word_means
     globals().update({name: value for name, value in locals().items() if name in __all__})
@@ -112,11 +120,21 @@ def _load() -> None:
 def register_with_transformers() -> None:
     """``AutoConfig`` and the ``AutoModelFor...`` classes know the model type "hire" (the installed library, once
     transformers' Auto classes load: :mod:`hire`; a saved folder's copy is found through its ``auto_map``)."""
-    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoModelForTokenClassification
+    from transformers import (
+        AutoConfig,
+        AutoModelForMultipleChoice,
+        AutoModelForQuestionAnswering,
+        AutoModelForSequenceClassification,
+        AutoModelForTokenClassification,
+    )
 
     _load()
     HireConfig, HireModel = globals()["HireConfig"], globals()["HireModel"]
     HireForTokenClassification = globals()["HireForTokenClassification"]
+    HireForQuestionAnswering, HireForMultipleChoice = (globals()["HireForQuestionAnswering"],
+                                                       globals()["HireForMultipleChoice"])
     AutoConfig.register(HireConfig.model_type, HireConfig, exist_ok=True)
     AutoModelForSequenceClassification.register(HireConfig, HireModel, exist_ok=True)
     AutoModelForTokenClassification.register(HireConfig, HireForTokenClassification, exist_ok=True)
+    AutoModelForQuestionAnswering.register(HireConfig, HireForQuestionAnswering, exist_ok=True)
+    AutoModelForMultipleChoice.register(HireConfig, HireForMultipleChoice, exist_ok=True)

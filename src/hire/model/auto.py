@@ -12,12 +12,14 @@ from typing import Any
 from transformers import PretrainedConfig
 
 from hire.model.biencoder import BiEncoder, is_bi_encoder
+from hire.model.choice import HireForMultipleChoice  # noqa: F401 (hire's own model classes, registered on import)
 from hire.model.config import HireConfig, check_label_names, check_num_labels
 from hire.model.encoder import Encoder
 from hire.model.heads import check_head_options
-from hire.model.ranking import HireForRanking  # noqa: F401 (hire's own model classes, registered on import) (hire's own model classes, registered on import)
+from hire.model.ranking import HireForRanking  # noqa: F401 (hire's own model classes, registered on import)
 from hire.model.registry import model_class_for
 from hire.model.sequence import HireModel
+from hire.model.spans import HireForQuestionAnswering  # noqa: F401
 from hire.model.tokens import HireForTokenClassification  # noqa: F401
 
 

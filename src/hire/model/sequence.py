@@ -54,6 +54,8 @@ class HireModel(PreTrainedModel):
     """An encoder, a head over its ``l + 1`` hidden states, and the output layer; weights are named
     ``encoder.model.*``, ``head.*`` and ``output.*``."""
 
+    auto_class_name = "AutoModelForSequenceClassification"  # the transformers Auto class that loads it
+
     config_class = HireConfig
     config: HireConfig
 

@@ -28,11 +28,13 @@ CODE_FILES = {
     "hire_auto": "model/auto.py",
     "hire_batch": "model/batch.py",
     "hire_biencoder": "model/biencoder.py",
+    "hire_choice": "model/choice.py",
     "hire_config": "model/config.py",
     "hire_losses": "model/losses.py",
     "hire_ranking": "model/ranking.py",
     "hire_registry": "model/registry.py",
     "hire_sequence": "model/sequence.py",
+    "hire_spans": "model/spans.py",
     "hire_tokenizer": "model/tokenizer.py",
     "hire_tokens": "model/tokens.py",
     "encoder": "model/encoder.py",
@@ -49,7 +51,9 @@ _FLAT_NAMES = {("hire/" + path).removesuffix(".py").removesuffix("/__init__").re
 BI_ENCODER_FILE = "bi_encoder.json"  # beside a bi-encoder's encoder: what makes the folder a hire bi-encoder
 AUTO_MAP = {"AutoConfig": "modeling_hire.HireConfig",
             "AutoModelForSequenceClassification": "modeling_hire.HireModel",
-            "AutoModelForTokenClassification": "modeling_hire.HireForTokenClassification"}
+            "AutoModelForTokenClassification": "modeling_hire.HireForTokenClassification",
+            "AutoModelForQuestionAnswering": "modeling_hire.HireForQuestionAnswering",
+            "AutoModelForMultipleChoice": "modeling_hire.HireForMultipleChoice"}
 
 
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str = "l") -> list[str]:

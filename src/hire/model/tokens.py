@@ -38,6 +38,8 @@ class HireForTokenClassification(HireModel):
     sub-token and -100 elsewhere: the loss is the mean cross-entropy over words.
     """
 
+    auto_class_name = "AutoModelForTokenClassification"  # the transformers Auto class that loads it
+
     def __init__(self, config: HireConfig, encoder: Encoder | None = None):
         if config.regression:
             raise ValueError("a token model needs at least two tags (num_labels >= 2), not regression")
