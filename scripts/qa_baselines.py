@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import platform
 import re
 import sys
 import time
@@ -137,7 +136,9 @@ def compute(out: Path) -> dict:
             write(out / "predictions" / f"{name}-{baseline}.jsonl",
                   [{"id": ex.qid, "prediction": p, "label": ex.label} for ex, p in zip(dev, picked, strict=True)])
         results["sets"][name] = {"questions": len(dev), "baselines": found}
-    results["machine"] = {"cpu": platform.processor() or platform.machine(), "python": platform.python_version()}
+    from hire.hardware import machine
+
+    results["machine"] = machine()
     results["seconds"] = round(time.perf_counter() - started, 1)
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     return results
@@ -151,7 +152,8 @@ def report(results: dict) -> str:
     lines = ["# Trivial baselines of question answering and multiple choice", "",
              "Made by `python scripts/qa_baselines.py` from `results.json` (dev splits of `../shared/data`; SQuAD's "
              "are the official dev sets split by article, so the figures are not comparable with published SQuAD "
-             f"numbers). Took {results['seconds']} s on {results['machine']['cpu']}.", "",
+             f"numbers). Took {results['seconds']} s on {results['machine']['cpu']} ({results['machine']['cpu_count']} "
+             "cores; the frozen encoder in float32).", "",
              "| data set | questions | baseline | metric | value |", "|---|---:|---|---|---:|"]
     for name, found in results["sets"].items():
         for baseline, metrics in found["baselines"].items():
