@@ -10,7 +10,7 @@ far fine-tuning gets:
   **frozen encoder** (all-MiniLM-L6-v2, mean-pooled last layer): the choice whose vector is closest (cosine) to the
   context's and question's.
 
-    python scripts/qa_baselines.py [--output_dir experiments/qa-baselines]   # computes, writes results and report
+    python scripts/qa_baselines.py     # computes; writes benchmarks/results/cpu-2core-qa-baselines
     python scripts/qa_baselines.py --report_only                             # the report again from results.json
 
 Writes ``results.json`` (every figure, with the machine and the seconds taken), ``predictions/<set>-<baseline>.jsonl``
@@ -165,7 +165,7 @@ def report(results: dict) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output_dir", type=Path, default=ROOT / "experiments" / "qa-baselines")
+    parser.add_argument("--output_dir", type=Path, default=ROOT / "benchmarks" / "results" / "cpu-2core-qa-baselines")
     parser.add_argument("--report_only", action="store_true", help="write report.md again from results.json")
     args = parser.parse_args()
     if args.report_only:
