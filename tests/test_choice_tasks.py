@@ -133,3 +133,16 @@ def test_a_choice_model_trains_evaluates_reloads_and_predicts_every_question(wor
 
     model = AutoModelForMultipleChoice.from_pretrained(str(run / "best"))
     assert type(model).__name__ == "HireForMultipleChoice"
+
+
+def test_a_line_separator_inside_a_question_ends_no_question(tmp_path):
+    """JSON lines and CODAH's TSV end lines at a newline alone, not at U+2028 or a form feed inside the text."""
+    rows = tmp_path / "q.jsonl"
+    rows.write_text(json.dumps({"context": "a\u2028b", "choices": ["x\x0cy", "z"], "label": 0},
+                               ensure_ascii=False) + "\n")
+    [ex] = read_choice_file(rows)
+    assert ex.context == "a\u2028b" and ex.choices == ("x\x0cy", "z")
+    codah = tmp_path / "q.tsv"
+    codah.write_text("i\tthe man\u2028walks\ta\tb\tc\td\t2\r\n")
+    [ex] = read_choice_file(codah)
+    assert ex.context == "the man\u2028walks" and ex.label == 2

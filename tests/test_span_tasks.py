@@ -265,3 +265,14 @@ def test_a_saved_span_model_loads_in_transformers_and_scores_alike(world, tmp_pa
         got = answer(question=question, context=context, max_seq_len=32, doc_stride=8, max_answer_len=30,
                      max_question_len=16)
         assert got["answer"] == row["answer"]
+
+
+def test_a_line_separator_inside_a_passage_ends_no_question(tmp_path):
+    """JSON lines end at a newline alone: a U+2028 or a form feed inside a JSON string is part of the text."""
+    path = tmp_path / "qa.jsonl"
+    context = "the tower\u2028is in\x0cparis"
+    path.write_text(json.dumps({"id": "q1", "context": context, "question": "where",
+                                "answers": [{"text": "paris", "answer_start": context.index("paris")}]},
+                               ensure_ascii=False) + "\r\n")
+    [ex] = read_span_file(path)
+    assert ex.context == context and ex.answers == (("paris", context.index("paris")),)

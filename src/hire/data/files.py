@@ -70,6 +70,24 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
         raise utf8_error(path) from exc
 
 
+def json_objects(text: str, where: str, expected: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for each non-blank line of JSON-lines ``text``; a line that is not a JSON object is a
+    DataError naming ``where``, the line and what was ``expected`` in it. Lines end at ``\n`` alone (a ``\r`` before
+    it dropped), as :func:`iter_lines` reads them: a U+2028 inside a JSON string ends no line."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{where}, line {number}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(row, dict):
+            raise DataError(f"{where}, line {number}: expected a JSON object with {expected}, found a "
+                            f"{type(row).__name__}")
+        yield number, row
+
+
 def default_data_dir(env_var: str, *parts: str) -> Path:
     """Where a data set is looked for when no data dir is given: ``$<env_var>`` if set; else the first existing of
     ``<repo>/../shared/data/<parts>`` and ``./../shared/data/<parts>``; else the first (so that a "not found"

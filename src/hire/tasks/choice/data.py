@@ -108,7 +108,8 @@ def _check(where: str, qid: str, context: str, question: str, choices: list[Any]
 
 def _codah(text: str, where: str, require_labels: bool) -> list[ChoiceExample]:
     out = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(text.split("\n"), 1):  # "\n" alone ends a line (not U+2028, a form feed)
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         fields = line.split("\t")
@@ -162,17 +163,8 @@ def _swag(text: str, where: str, require_labels: bool) -> list[ChoiceExample]:
 
 
 def _jsonl(text: str, where: str, require_labels: bool) -> list[ChoiceExample]:
-    out = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{where}, line {number}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-        if not isinstance(row, dict):
-            raise DataError(f"{where}, line {number}: expected a JSON object with context and/or question, choices "
-                            f"and label, found a {type(row).__name__}")
-        out.append(_check(f"{where}, line {number}", str(row.get("id", number)), row.get("context") or "",
-                          row.get("question") or "", row.get("choices"), row.get("label"), require_labels))
-    return out
+    from hire.data.files import json_objects
+
+    return [_check(f"{where}, line {number}", str(row.get("id", number)), row.get("context") or "",
+                   row.get("question") or "", row.get("choices"), row.get("label"), require_labels)
+            for number, row in json_objects(text, where, "context and/or question, choices and label")]

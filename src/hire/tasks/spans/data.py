@@ -69,18 +69,10 @@ def read_span_file(path: str | Path, option: str | None = None, require_answers:
     if path.suffix.lower() == ".json":
         rows = _squad_rows(text, where)
     else:
-        rows = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{where}, line {number}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(row, dict):
-                raise DataError(f"{where}, line {number}: expected a JSON object with context, question and "
-                                f"answers, found a {type(row).__name__}")
-            rows.append((f"line {number}", row.setdefault("id", str(number)), row))
+        from hire.data.files import json_objects
+
+        rows = [(f"line {number}", row.setdefault("id", str(number)), row)
+                for number, row in json_objects(text, where, "context, question and answers")]
     if not rows:
         raise DataError(f"{where}: no question")
     examples, seen = [], {}
