@@ -8,7 +8,7 @@ rank-probe`` and ``hire reconstruct`` wrote: tables, figures, records, summary.j
 ``benchmarks/results/`` (the speed reports). The plain-words findings of each experiment are
 ``docs/findings/<name>.md``: prose with Jinja2 fields that read every number from those files
 (``scripts/docs_data.py``; ``benchmark("<name>")`` gives a speed report's results.json). A generated page is
-never edited by hand: edit the template or make new records, then run this again. tests/test_docs.py checks that
+never edited by hand: edit the template or make new records, then run this again. tests/scripts/test_docs.py checks that
 running it changes nothing.
 """
 

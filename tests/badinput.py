@@ -41,6 +41,7 @@ from tiny import save_tiny_encoder
 
 from hire import build_model, load_tokenizer
 from hire.config import DataConfig, ModelArgs, RunConfig, TrainConfig
+from hire.data import DataError
 from hire.runs import mark_run_folder
 
 TEXTS = ["a fine film", "a dull film", "good fun", "bad acting", "great", "awful", "not bad", "not good"]
@@ -120,6 +121,57 @@ def expand(text: str, places: dict[str, str]) -> str:
     for key, value in places.items():
         text = text.replace("{" + key + "}", value)
     return text
+
+
+def one_line_error(call, *words: str, error: type[Exception] = DataError) -> str:
+    """Run ``call``: it must raise a one-line ``error`` whose message contains every word; returns the message."""
+    with pytest.raises(error) as info:
+        call()
+    message = str(info.value)
+    assert "\n" not in message
+    for word in words:
+        assert word in message, message
+    return message
+
+
+def train_stopped_after(argv: list[str], steps: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``hire train ARGV`` in this process, "dying" (``SystemExit(137)``) after ``steps`` optimiser steps, as after
+    a kill; the slow tests kill real processes (``tests/killer.py``)."""
+    import hire.training
+    from hire.options import parse_options
+
+    real_step, done = hire.training.training_step, []
+
+    def dying(*a, **k):
+        value = real_step(*a, **k)
+        done.append(value)
+        if len(done) == steps:
+            raise SystemExit(137)
+        return value
+
+    monkeypatch.setattr(hire.training, "training_step", dying)
+    with pytest.raises(SystemExit):
+        hire.training.train(parse_options(argv))
+    monkeypatch.setattr(hire.training, "training_step", real_step)
+
+
+def script_refuses(main, argv: list[str], prefix: str, message: str, out: Path,
+                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A command's or script's ``main(argv)`` refuses: exit status 2, one line ``PREFIX: error: MESSAGE...`` on
+    standard error, nothing written at ``out``."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{prefix}: error: {message}"), err
+    assert err.count("\n") == 1, err
+    assert not out.exists()
+
+
+def write_case_files(files: dict[str, str], places: dict[str, str]) -> None:
+    """A table case's files: each name and text with its ``{tmp}``-style places filled in."""
+    for name, text in files.items():
+        path = Path(expand(name, places))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(expand(text, places))
 
 
 def given_once(args: list[str]) -> list[str]:
