@@ -61,6 +61,96 @@ def _num(x: float | None) -> Num | None:
     return None if x is None else Num(x)
 
 
+VERDICT_RULE = ("a difference counts as shown only where its bootstrap 95% interval (of the mean paired difference) "
+                "excludes zero")
+
+
+def verdict(lo: float | None, hi: float | None) -> str:
+    """The one rule every page (and the README) states a verdict by: ``ahead`` where the 95% interval of the mean
+    paired difference is above zero, ``behind`` where it is below, else ``no difference shown``; with one pair (no
+    interval) ``one pair: no interval``."""
+    if lo is None or hi is None:
+        return "one pair: no interval"
+    return "ahead" if lo > 0 else "behind" if hi < 0 else "no difference shown"
+
+
+def answer(verdicts: list[str]) -> str:
+    """A yes/no answer to "does it help?" from several :func:`verdict` words: ``yes`` where every one is ahead,
+    ``no`` where none is, ``not clearly`` where some are and some are not."""
+    ahead = sum(v == "ahead" for v in verdicts)
+    return "yes" if verdicts and ahead == len(verdicts) else "no" if not ahead else "not clearly"
+
+
+ENCODERS = {"all-MiniLM-L6-v2": "MiniLM", "all-mpnet-base-v2": "MPNet"}
+OPTION_ORDER = ("model.encoder", "model.freeze_encoder", "model.ranker", "train.rank_loss", "train.lr",
+                "train.head_lr", "model.head_options", "train.mixed_precision")
+
+
+def encoder_name(encoder: str) -> str:
+    """``MiniLM`` for all-MiniLM-L6-v2, ``MPNet`` for all-mpnet-base-v2, else the name (a path's last part)."""
+    return ENCODERS.get(encoder, str(encoder).rstrip("/").rsplit("/", 1)[-1])
+
+
+def rate(value: float) -> str:
+    """``1e-3``, ``5e-5``, ``2e-4``: a learning rate as the pages write it."""
+    mantissa, exponent = f"{value:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def setting(key: str, value: Any, resolved: dict[str, Any] | None = None) -> str:
+    """One option of a row in words, for the parentheses of :func:`head_name`: ``frozen``, ``head lr 1e-3``,
+    ``cross``, ``pointwise``, ``fusion layers 0``; '' for a default that needs no words."""
+    if key == "model.freeze_encoder":
+        return "frozen" if value else "fine-tuned"
+    if key in ("model.ranker", "train.rank_loss"):
+        return str(value)
+    if key == "train.lr":
+        return f"lr {rate(value)}"
+    if key == "train.head_lr":
+        lr = value if value is not None else (resolved or {}).get("train.lr")
+        return f"head lr {rate(lr)}" if lr is not None else "head lr as the encoder's"
+    if key == "train.mixed_precision":
+        return "fp32" if value in ("no", None) else str(value)
+    if key == "model.head_options":
+        return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted((value or {}).items()))
+    return f"{key.rsplit('.', 1)[-1].replace('_', ' ')} {value}"
+
+
+def head_name(head: str, settings: list[str] | tuple[str, ...] = (), encoder: str | None = None) -> str:
+    """The one naming of heads and variants in every table: the ``--model.head`` name, a variant's settings in
+    parentheses, and the encoder only where a table compares encoders: ``hire``, ``hire (head lr 1e-4)``,
+    ``hire (frozen)``, ``hire (cross, pointwise)``, ``MiniLM: hire``."""
+    words = [s for s in settings if s]
+    return (f"{encoder_name(encoder)}: " if encoder else "") + head + (f" ({', '.join(words)})" if words else "")
+
+
+def row_names(rows: list[dict[str, Any]], resolve: Any = None) -> list[str]:
+    """:func:`head_name` of each row of a table from the options that select it (``model.head`` and the options that
+    tell the rows apart): an option that varies names the variant, unless another one already splits the rows the
+    same way (``model.freeze_encoder`` and the ``train.head_lr`` that goes with it: only ``frozen``). ``resolve``
+    gives a row's full options (a record's), for a value the row leaves to the default (head lr: the lr)."""
+    keys = sorted({k for r in rows for k in r if k != "model.head"},
+                  key=lambda k: (OPTION_ORDER.index(k) if k in OPTION_ORDER else len(OPTION_ORDER), k))
+    kept: list[str] = []
+    partitions: list[list[str]] = []
+    for key in keys:
+        values = [json.dumps(r.get(key), sort_keys=True) for r in rows]
+        if len(set(values)) < 2:
+            continue
+        partition = [str(sorted(i for i, v in enumerate(values) if v == value)) for value in values]
+        if partition in partitions:
+            continue
+        kept.append(key)
+        partitions.append(partition)
+    names = []
+    for r in rows:
+        resolved = resolve(r) if resolve else None
+        encoder = r.get("model.encoder") if "model.encoder" in kept else None
+        names.append(head_name(str(r.get("model.head")), [setting(k, r.get(k), resolved) for k in kept
+                                                          if k != "model.encoder"], encoder))
+    return names
+
+
 class Paired:
     """A row's per-seed differences to its baseline (same seed, same data order), x100."""
 
@@ -87,9 +177,7 @@ class Paired:
     @property
     def verdict(self) -> str:
         """``ahead`` or ``behind`` where the 95% interval excludes zero, else ``no difference shown``."""
-        if self.lo is None:
-            return "one pair: no interval"
-        return "ahead" if self.lo > 0 else "behind" if self.hi < 0 else "no difference shown"
+        return verdict(self.lo, self.hi)
 
 
 class Cell:
@@ -122,6 +210,11 @@ class Table:
         self.title: str = self.data["title"]
         self.tasks: list[str] = self.data["tasks"]
         self.rows = {r["label"]: r for r in self.data["rows"]}
+        self.names = dict(zip(self.rows, row_names([r["options"] for r in self.data["rows"]]), strict=True))
+
+    def named(self, label: str) -> str:
+        """The row's name in every table of the site (:func:`head_name`), not the label the experiment file gave."""
+        return self.names[self.row(label)["label"]]
 
     def row(self, label: str) -> dict[str, Any]:
         if label not in self.rows:
@@ -178,6 +271,39 @@ class Experiment:
         self.tables = {p.stem: Table(p) for p in sorted((directory / "tables").glob("*.json"))}
         weights = directory / "tables" / "layer_weights.csv"
         self.weights = {r["run"]: r for r in csv.DictReader(weights.open())} if weights.is_file() else {}
+        for table in self.tables.values():  # a row's default (head lr None: the lr) read from one of its records
+            table.names = dict(zip(table.rows, row_names([r["options"] for r in table.data["rows"]], self._resolve),
+                                   strict=True))
+
+    def _resolve(self, options: dict[str, Any]) -> dict[str, Any]:
+        """The full options (``train.lr`` ...) of the first record that these options select, from its config ({}
+        where none does)."""
+        for r in self.records.values():
+            if all(r["options"].get(k) == v for k, v in options.items()):
+                config = r.get("config") or {}
+                return {f"{part}.{k}": v for part, values in config.items() if isinstance(values, dict)
+                        for k, v in values.items()}
+        return {}
+
+    @property
+    def planned(self) -> int:
+        """How many cells the experiment file declares (``summary.json``'s count of the spec's cells)."""
+        return int(self.summary["cells"])
+
+    @property
+    def done(self) -> int:
+        """How many cells have a record in ``records/``."""
+        return len(self.records)
+
+    @property
+    def finished(self) -> bool:
+        """Every declared cell has its record: the grid is done and its page states results, not progress."""
+        return self.done >= self.planned
+
+    @property
+    def progress(self) -> str:
+        """``53 of 60 cells``."""
+        return f"{self.done} of {self.planned} cells"
 
     def table(self, name: str) -> Table:
         if name not in self.tables:
@@ -738,7 +864,7 @@ def load(directory: Path) -> Experiment | Probe | Reconstruct | RankProbe | Comm
     if found == "hire-reconstruct/1":
         return Reconstruct(directory)
     if path.is_file() and json.loads(path.read_text()).get("command") == "probe-tokens":
-        return CommandReport(directory, "results.json", f"hire probe-tokens-report {directory.name}")
+        return CommandReport(directory, "results.json", f"hire probe-tokens-report experiments/{directory.name}")
     if (directory / "tables" / "table7.json").is_file():
         return CommandReport(directory, "tables/table7.json", "python scripts/table7.py report")
     what = "a `hire probe` record without which_layer.csv" if found == "hire-probe/1" else \
@@ -757,7 +883,7 @@ def hire_against_last_layer(experiments: dict[str, Any]) -> list[dict[str, Any]]
     for name, exp in experiments.items():
         if not isinstance(exp, Experiment):
             continue
-        unfinished = exp.summary.get("with_records", 0) < exp.summary.get("cells", 0)
+        unfinished = not exp.finished
         encoders = ", ".join(sorted({str(r.get("encoder")) for r in exp.records.values()}))
         for table in exp.tables.values():
             for label, row in table.rows.items():
@@ -773,8 +899,10 @@ def hire_against_last_layer(experiments: dict[str, Any]) -> list[dict[str, Any]]
                     seen.add(key)
                     planned = max(table.cell(other, task).n for other in table.rows)
                     measuring = unfinished and hire.vs.n < planned
-                    verdict = f"{hire.vs.n} of {planned} seeds so far: no verdict yet" if measuring else hire.vs.verdict
+                    verdict = (f"no verdict: {hire.vs.n} of {planned} seeds done" if measuring
+                               else hire.vs.verdict)
                     found.append({"experiment": name, "table": table.name, "encoder": encoders, "row": label,
+                                  "name": table.named(label),
                                   "task": task, "hire": hire, "last": last, "measuring": measuring,
                                   "verdict": verdict})
     return found

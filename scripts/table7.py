@@ -151,29 +151,29 @@ def pairs(fine: dict) -> tuple[list[str], list[list[str]], dict[str, Any]]:
 
 
 def figure(path: Path, features: dict, fine: dict) -> None:
-    import matplotlib
+    """Each row's seeds (dev F1) as dots and BERT-base's figure from the paper as a bar, the legend under the axes;
+    sized for the site's column (:mod:`hire.figures`)."""
+    from matplotlib.lines import Line2D
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from hire.figures import FIGURE_WIDTH, legend_below, new_axes, save_png
 
-    names = [(f"features: {r}", features[r], PAPER_DEV_F1.get(r)) for r in ROWS if r in features]
-    names += [(f"fine-tuned: {h}", fine[h], PAPER_FINE_TUNED_DEV_F1 if h == "last-layer" else None)
+    names = [(f"frozen features: {r}", features[r], PAPER_DEV_F1.get(r)) for r in ROWS if r in features]
+    names += [(f"{h} (fine-tuned)", fine[h], PAPER_FINE_TUNED_DEV_F1 if h == "last-layer" else None)
               for h in FINE_TUNED_HEADS if h in fine]
-    fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(names) + 1.2))
-    for i, (label, seeds, paper) in enumerate(names):
+    fig, ax = new_axes((FIGURE_WIDTH, 0.3 * len(names) + 1.4))
+    for i, (_, seeds, paper) in enumerate(names):
         dev = [v["dev"] for v in seeds.values()]
-        ax.scatter(dev, [i] * len(dev), color="tab:blue", s=18, label="ours (a dot per seed)" if i == 0 else None)
+        ax.scatter(dev, [i] * len(dev), color="tab:blue", s=18, zorder=3)
         if paper is not None:
-            ax.scatter([paper], [i], marker="|", color="tab:red", s=200,
-                       label="BERT-base (paper)" if label == names[0][0] else None)
-    ax.set_yticks(range(len(names)), [n for n, _, _ in names])
+            ax.scatter([paper], [i], marker="|", color="tab:red", s=200, zorder=3)
+    ax.set_yticks(range(len(names)), [n for n, _, _ in names], fontsize=9)
     ax.invert_yaxis()
     ax.set_xlabel("CoNLL-2003 dev entity F1 (strict)")
-    ax.legend(loc="lower left", fontsize=8)
     ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120, metadata={"Software": None})
-    plt.close(fig)
+    legend_below(fig, [([Line2D([], [], linestyle="none", marker="o", color="tab:blue", markersize=5),
+                         Line2D([], [], linestyle="none", marker="|", color="tab:red", markersize=12,
+                                markeredgewidth=2)], ["ours (a dot per seed)", "BERT-base (paper)"])], ncol=2)
+    save_png(fig, path)
 
 
 def report(exp: Path, finetuned: Path | None) -> int:

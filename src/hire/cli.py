@@ -1,4 +1,10 @@
-"""The hire command: fine-tune, evaluate, predict with and share models whose head reads every hidden layer.
+"""The hire command: fine-tune, evaluate, predict with and share models whose head reads every hidden layer, for every
+kind of task: a model that labels sentences (a class or a score per text or pair of texts: GLUE's CoLA, SST-2, MRPC,
+STS-B, QQP, MNLI, QNLI, RTE and WNLI, your CSV, TSV or JSON-lines tables), tags words (NER, chunks, parts of speech:
+CoNLL-2003, your CoNLL-column or token JSON-lines files), ranks passages (answer ranking: WikiQA, your
+question-passage tables), answers questions with a span of the passage (extractive question answering: SQuAD v1.1 and
+v2.0, your SQuAD JSON or JSON lines) or chooses one of several answers (multiple choice: CODAH, DREAM, SWAG, your
+JSON lines).
 
 ``train`` is here; the commands on saved models and run folders are in :mod:`hire.commands`. The lab's commands
 (experiment grids, probing, layer surgery, installing encoders) plug in through the ``hire.commands`` entry-point
@@ -59,7 +65,8 @@ def all_commands() -> list[Command]:
     :data:`COMMAND_PLUGINS` is a function that returns its commands)."""
     from hire import commands
 
-    train = Command("train", "fine-tune an encoder with a head on a GLUE task or your own data", _cmd_train, RunConfig)
+    train = Command("train", "fine-tune an encoder with a head on a named task or your own files, of any kind",
+                    _cmd_train, RunConfig)
     return [train, *commands.add_commands(), *(c for plugin in plugin_commands() for c in plugin.load()())]
 
 

@@ -293,10 +293,13 @@ class PredictOptions(_PredictingOptions):
     input: str = option("file to predict: for a sentence model a table (.csv, .tsv, .jsonl with a header); for a "
                         "tagger raw text (a sentence per line), a CoNLL column file or token JSON lines (--format); "
                         "for a ranker candidates to rank (.tsv, .csv, .jsonl rows of qid, question, pid, passage "
-                        "and an optional label)")
+                        "and an optional label); for a question-answering model SQuAD JSON or JSON lines of id, "
+                        "context, question (answers optional); for a multiple-choice model JSON lines of context "
+                        "and/or question, choices (label optional), or a SWAG, CODAH or DREAM file")
     format: _PREDICT_FORMATS | None = option(  # type: ignore[valid-type]
-        "the input's layout (default: table for a sentence model, ranking for a ranker; for a tagger text for "
-        ".txt, tokens for .jsonl, else conll, the word in column 0)", None)
+        "the input's layout (default: table for a sentence model, ranking for a ranker, squad for a "
+        "question-answering model, choices for a multiple-choice model; for a tagger text for .txt, tokens for "
+        ".jsonl, else conll, the word in column 0)", None)
     ranking_columns: dict[str, Any] = option("a ranker's input: the column of each field (qid, question, pid, "
                                              "passage, label) where it is not the field's name, e.g. "
                                              "qid=QuestionID,passage=Sentence", {})
@@ -328,13 +331,21 @@ class ReportOptions:
 def add_commands() -> list[Command]:
     """The commands on saved models and run folders."""
     return [
-        typed_command("evaluate", EvaluateOptions, _cmd_evaluate, "score a saved model on a GLUE task's or "
-                      "CoNLL-2003's dev or test split", "Score a saved model on a task's dev splits (metrics) or "
-                      "predict its test splits (GLUE submission files); a tagger on CoNLL-2003's dev and test "
-                      "(strict entity F1)."),
+        typed_command("evaluate", EvaluateOptions, _cmd_evaluate, "score a saved model on a named task's dev or "
+                      "test split (GLUE, CoNLL-2003, WikiQA, SQuAD, CODAH, DREAM)", "Score a saved model on a named "
+                      "task of its kind: on its dev split (metrics) or its test split (scored where it is labelled, "
+                      "else predicted). A model that labels sentences on a GLUE task (the GLUE metrics; GLUE "
+                      "submission files for the test split); one that tags words on CoNLL-2003 (strict entity F1); "
+                      "one that ranks passages on WikiQA (MAP, MRR, P@1, TREC run files); one that answers questions "
+                      "with a span of the passage on SQuAD v1.1 or v2.0 (exact match and F1); one that chooses one of "
+                      "several answers on CODAH or DREAM (accuracy). Files of your own: hire predict."),
         typed_command("predict", PredictOptions, _cmd_predict, "predict a file of your own with a saved model",
-                      "Predict every row of a CSV, TSV or JSON-lines file with a sentence model, or tag every word "
-                      "of raw text, a CoNLL file or token JSON lines with a tagger; reports examples/s."),
+                      "Predict a file of your own with a saved model of any kind: a model that labels sentences reads "
+                      "a CSV, TSV or JSON-lines table; one that tags words raw text, a CoNLL file or token JSON "
+                      "lines; one that ranks passages each question's candidates (and writes a TREC run file); one "
+                      "that answers questions with a span of the passage SQuAD JSON or JSON lines; one that chooses "
+                      "one of several answers JSON lines or a SWAG, CODAH or DREAM file. A labelled input is scored "
+                      "too; reports examples/s."),
         typed_command("export", ExportOptions, _cmd_export,
                       "copy a saved model with its modelling code, to load without hire",
                       "Write a saved model (converted to the current format) with its tokenizer, model card and "

@@ -227,8 +227,14 @@ def _sections(options: Mapping[str, Any], where: str = "") -> dict[str, Any]:
 def run_parser() -> ArgumentParser:
     """The jsonargparse parser of ``hire train``: every field of :class:`RunConfig`, and ``--config``."""
     parser = ArgumentParser(prog="hire train", exit_on_error=False, parser_mode="hire",
-                            description="Fine-tune an encoder with a head (default: HIRE) on a GLUE task or your "
-                            "own files. Every option below is also a key of a --config YAML file.")
+                            description="Fine-tune an encoder with a head (default: HIRE) on a named task "
+                            "(--data.task) or your own files (--data.task custom, --data.format), of any "
+                            "kind: a model that labels sentences (GLUE; CSV, TSV or JSON-lines tables), "
+                            "tags words (CoNLL-2003; CoNLL-column or token JSON-lines files), ranks "
+                            "passages (WikiQA; question-passage tables), answers questions with a span of "
+                            "the passage (SQuAD v1.1/v2.0; SQuAD JSON or JSON lines) or chooses one of "
+                            "several answers (CODAH, DREAM; JSON lines, SWAG, CODAH or DREAM files). Every"
+                            " option below is also a key of a --config YAML file.")
     parser.hire_options = RunConfig
     parser.add_argument("--config", action=_ConfigFile, help="YAML file of options (e.g. configs/cola-minilm.yaml, "
                         "or a run's config.yaml); the command line overrides it, wherever --config stands")

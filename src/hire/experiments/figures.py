@@ -20,14 +20,37 @@ from matplotlib.figure import Figure
 
 from hire.experiments.aggregate import task_score
 from hire.experiments.experiment import Experiment
+from hire.experiments.layout import default_label
 from hire.experiments.records import Records, read_examples
+from hire.experiments.spec import format_value
+from hire.figures import DPI, FIGURE_WIDTH, legend_below
+
+VALUE_ONLY = ("ranker", "rank_loss")  # settings whose value names itself: ``hire (cross, pointwise)``
 
 
 def png_bytes(fig: Figure) -> bytes:
-    """The figure as PNG (Agg), with no software version or time stamp in it."""
+    """The figure as PNG (Agg) at the site's column width (:mod:`hire.figures`), its legends inside the picture,
+    with no software version or time stamp in it."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
+    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight", pad_inches=0.08, metadata={"Software": None})
     return buffer.getvalue()
+
+
+def figure_label(row: dict[str, Any]) -> str:
+    """A row's name in a figure: a label the experiment file gives, as it is; a label made from the options
+    (``hire ranker=cross rank_loss=pointwise``) as the ``--model.head`` name with the row's settings in
+    parentheses (``hire (cross, pointwise)``, ``last-layer (lr 5e-05)``)."""
+    options = row.get("options") or {}
+    if "model.head" not in options or row["label"] != default_label(options):
+        return row["label"]
+    settings = [f"{k.replace('_', ' ')} {format_value(v)}"
+                for k, v in sorted((options.get("model.head_options") or {}).items())]
+    for key, value in options.items():
+        if key not in ("model.head", "model.head_options"):
+            name = key.rpartition(".")[2]
+            settings.append(format_value(value) if name in VALUE_ONLY else f"{name.replace('_', ' ')} "
+                            f"{format_value(value)}")
+    return f"{options['model.head']} ({', '.join(settings)})" if settings else str(options["model.head"])
 
 
 def _choose(exp: Experiment, ids: tuple[str, ...], records: Records, select: str) -> str | None:
@@ -115,59 +138,71 @@ def _heatmap(fig: Figure, ax: Any, matrix: list[list[float]], annotate: bool) ->
         for i, r in enumerate(matrix):
             for j, v in enumerate(r):
                 dark = high > low and (v - low) / (high - low) > 0.6
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="white" if dark else "black")
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8, color="white" if dark else "black")
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
 
 
 def figure2_png(data: dict[str, Any]) -> bytes:
+    """The mean importance scores per task above, and (where recorded) the first dev examples' below: one column
+    wide, so that the printed values stay legible on the site."""
     tasks, examples = data["tasks"], data["examples"]
-    height = max(3.2, 1.6 + 0.45 * max(len(tasks), 0 if not examples else min(len(examples["weights"]), 8)))
-    fig = Figure(figsize=(12 if examples else 6.5, height))
-    axes = fig.subplots(1, 2 if examples else 1, squeeze=False)
+    top = 1.1 + 0.42 * len(tasks)
+    heights = [top, 3.4] if examples else [top]
+    fig = Figure(figsize=(FIGURE_WIDTH, sum(heights) + 0.3), layout="constrained")
+    axes = fig.subplots(len(heights), 1, squeeze=False, height_ratios=heights)
     left = axes[0][0]
     _heatmap(fig, left, [t["weights"] for t in tasks], annotate=len(tasks[0]["weights"]) <= 13)
     left.set_yticks(range(len(tasks)), [t["task"] for t in tasks])
-    left.set_title(f"{data['label']}:\nmean importance score per task ({data['select']} seed)", fontsize=10)
+    left.set_title(f"{data['label']}: mean importance score per task ({data['select']} seed)", fontsize=10)
     if examples:
-        right = axes[0][1]
+        right = axes[1][0]
         _heatmap(fig, right, examples["weights"], annotate=False)
         right.set_ylabel("dev example")
         right.set_title(f"{data['examples_task']}: first {len(examples['weights'])} dev examples", fontsize=10)
-    fig.tight_layout()
     return png_bytes(fig)
 
 
 def seeds_png(data: dict[str, Any]) -> bytes | None:
-    """One panel per task: each row's seeds as dots, its median as a bar; heads on the x axis."""
+    """One panel per task: each row (a head, or a head with its settings) on the y axis, its seeds' dev scores as
+    dots and their median as a bar; the row names written once, at the left of each line of panels."""
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
+
     tasks, rows = data["tasks"], data["rows"]
     if not any(r["tasks"][t]["n"] for r in rows for t in tasks):
         return None
     ncols = min(4, len(tasks))
     nrows = -(-len(tasks) // ncols)
-    width = max(3.2 * ncols + 0.5, 5.0)
-    fig = Figure(figsize=(width, 3.4 * nrows + 0.3))
-    axes = fig.subplots(nrows, ncols, squeeze=False)
+    names = [textwrap.fill(figure_label(r), width=34) for r in rows]
+    lines = sum(name.count("\n") + 1 for name in names)
+    fig = Figure(figsize=(FIGURE_WIDTH, nrows * (0.8 + 0.2 * lines + 0.06 * len(rows)) + 0.9),
+                 layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
     for index, task in enumerate(tasks):
         ax = axes[index // ncols][index % ncols]
-        for x, row in enumerate(rows):
+        for y, row in enumerate(rows):
             cell = row["tasks"][task]
             values = list(cell["scores"].values())
             offsets = [(k - (len(values) - 1) / 2) * 0.08 for k in range(len(values))]
-            ax.scatter([x + o for o in offsets], values, s=14, color="tab:blue", zorder=3)
+            ax.scatter(values, [y + o for o in offsets], s=16, color="tab:blue", zorder=3)
             if cell["median"] is not None:
-                ax.hlines(cell["median"], x - 0.3, x + 0.3, color="tab:red", linewidth=2, zorder=2)
-        ax.set_xticks(range(len(rows)), [r["label"] for r in rows], rotation=30, ha="right", fontsize=8)
-        ax.set_xlim(-0.6, len(rows) - 0.4)
-        ax.set_title(task, fontsize=10)
-        if not any(row["tasks"][task]["n"] for row in rows):  # an empty panel says so, with no made-up y scale
-            ax.set_yticks([])
+                ax.vlines(cell["median"], y - 0.32, y + 0.32, color="tab:red", linewidth=2, zorder=2)
+        ax.set_yticks(range(len(rows)), names, fontsize=9)
+        ax.set_ylim(len(rows) - 0.5, -0.5)  # the table's first row on top
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
+        ax.tick_params(axis="x", labelsize=9)
+        if len(tasks) > 1:  # one task: the figure's title names it
+            ax.set_title(task, fontsize=10)
+        if not any(row["tasks"][task]["n"] for row in rows):  # an empty panel says so, with no made-up x scale
+            ax.set_xticks([])
             ax.text(0.5, 0.5, "no runs yet", transform=ax.transAxes, ha="center", va="center", color="gray")
-        ax.grid(axis="y", alpha=0.3)
-        if index % ncols == 0:
-            ax.set_ylabel("dev score x100")
+        ax.grid(axis="x", alpha=0.3)
+        if index // ncols == nrows - 1 or index + ncols >= len(tasks):
+            ax.set_xlabel("dev score x100", fontsize=9)
     for index in range(len(tasks), nrows * ncols):
         axes[index // ncols][index % ncols].axis("off")
-    title = f"{data['title']}: each seed (dots) and the median (bar)"
-    fig.suptitle(textwrap.fill(title, width=int(width * 13)), fontsize=10)
-    fig.tight_layout()
+    fig.suptitle(textwrap.fill(data["title"], width=90), fontsize=11)
+    legend_below(fig, [([Line2D([], [], linestyle="none", marker="o", color="tab:blue", markersize=5),
+                         Line2D([], [], linestyle="none", marker="|", color="tab:red", markersize=12,
+                                markeredgewidth=2)], ["one seed", "median of the seeds"])], ncol=2)
     return png_bytes(fig)

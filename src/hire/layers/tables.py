@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hire.figures import new_axes, pct, save_png
+from hire.figures import MARKERS, legend_below, new_axes, pct, save_png
 from hire.reporting import csv_table, markdown_table
 
 RESULTS, TABLE, PLOT = "results.json", "reconstruction", "reconstruction.png"
@@ -75,6 +75,8 @@ def describe(results: dict[str, Any]) -> list[str]:
 
 def plot(results: dict[str, Any], path: Path) -> None:
     """Accuracy against depth, one line per encoder; duplicated layers' outputs ringed (deterministic PNG)."""
+    from matplotlib.lines import Line2D
+
     relative = results["x_axis"] == "relative"
     fig, ax = new_axes()
     ringed = False
@@ -82,7 +84,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
         layers = e["num_layers"]
         xs = [j / layers if relative else j for j in range(layers + 1)]
         ys = [100 * a for a in e["accuracy"]]
-        (line,) = ax.plot(xs, ys, marker="o", markersize=3.5, color=f"C{i % 10}",
+        (line,) = ax.plot(xs, ys, marker=MARKERS[i % len(MARKERS)], markersize=4, color=f"C{i % 10}",
                           label=f"{e['label']} ({e['decoder']})")
         dup = [j for j, d in enumerate(duplicated_states(e)) if d]
         if dup:
@@ -98,7 +100,14 @@ def plot(results: dict[str, Any], path: Path) -> None:
     ax.set_ylim(-2, 102)
     ax.set_title(f"Reconstruction of the input from each hidden state: {results['data']['name']}", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    handles, labels = ax.get_legend_handles_labels()
+    rings = [k for k, text in enumerate(labels) if text == "output of a duplicated layer"]
+    lines = [k for k in range(len(labels)) if k not in rings]
+    groups = [([handles[k] for k in lines], [labels[k] for k in lines])]
+    if rings:  # the ring's entry last, in grey: it marks points of every colour
+        groups.append(([Line2D([], [], linestyle="none", marker="o", markersize=9, markerfacecolor="none",
+                               markeredgecolor="0.3")], ["output of a duplicated layer"]))
+    legend_below(fig, groups, ncol=2)
     save_png(fig, path)
 
 

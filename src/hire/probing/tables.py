@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from hire.figures import new_axes, pct, save_png, slug, write_text
+from hire.figures import MARKERS, legend_below, new_axes, pct, save_png, slug, write_text
 from hire.lab.pooling import POOLINGS
 from hire.reporting import csv_table, markdown_table
 
@@ -120,23 +120,59 @@ def _describe(task: dict[str, Any], folds: int) -> str:
     return f"{metric_name(task['metrics'])} x 100 on {split}; {model} on {kind}; examples: {examples}."
 
 
-def plot_layers(path: Path, name: str, task: dict[str, Any], labels: list[str]) -> None:
-    """Score against hidden state, one colour per pooling, one line style per encoder (deterministic PNG)."""
+def encoder_style(i: int) -> dict[str, Any]:
+    """The line style and marker of the ``i``-th encoder of a figure."""
+    return {"linestyle": LINE_STYLES[i % len(LINE_STYLES)], "marker": MARKERS[i % len(MARKERS)]}
+
+
+def encoder_handles(n: int) -> list[Any]:
+    """Legend entries for ``n`` encoders' line styles and markers, in grey."""
+    from matplotlib.lines import Line2D
+
+    return [Line2D([], [], color="0.3", markersize=5, linewidth=1.4, **encoder_style(i)) for i in range(n)]
+
+
+def short_encoder(label: str) -> str:
+    """An encoder's name as a figure shows it: a Hugging Face name or ``random:<name>`` as it is; a run folder of a
+    fine-tuned model (``runs/ft/x/CoLA__hire__head_lr=None__seed1``) as its task, head and seed
+    (``fine-tuned on CoLA: hire, seed 1``)."""
+    if "/" not in label or label.startswith("random:"):
+        return label
+    name = label.rstrip("/").rpartition("/")[2]
+    parts = name.split("__")
+    if len(parts) < 3 or not parts[-1].startswith("seed"):
+        return name
+    return f"fine-tuned on {parts[0]}: {parts[1]}, seed {parts[-1].removeprefix('seed')}"
+
+
+def layers_figure(name: str, task: dict[str, Any], labels: list[str]) -> Any:
+    """Score against hidden state, one colour per pooling, one line style and marker per encoder; the legend under
+    the axes names the colours and the styles once each."""
+    from matplotlib.lines import Line2D
+
     fig, ax = new_axes()
     for i, label in enumerate(labels):
         record = task["results"][label]
         table = grid(record, task["headline"])
         layers = list(range(record["num_hidden_states"]))
         for p in POOLINGS:
-            ax.plot(layers, [100 * table[str(j)][p] for j in layers], LINE_STYLES[i % len(LINE_STYLES)], marker="o",
-                    markersize=3, color=_COLOURS[p], label=f"{p} - {label}")
+            ax.plot(layers, [100 * table[str(j)][p] for j in layers], markersize=4, linewidth=1.4,
+                    color=_COLOURS[p], **encoder_style(i))
     ax.set_xticks(range(max(task["results"][label]["num_hidden_states"] for label in labels)))
     ax.set_xlabel("hidden state (0 = embeddings)")
     ax.set_ylabel(f"{task['headline']} score x 100")
     ax.set_title(f"{name}: {metric_name(task['metrics'])} by hidden state and pooling", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=len(labels))
-    save_png(fig, path)
+    groups = [([Line2D([], [], color=_COLOURS[p], linewidth=3) for p in POOLINGS], [f"{p} pooling" for p in POOLINGS])]
+    if len(labels) > 1:
+        groups.append((encoder_handles(len(labels)), [short_encoder(x) for x in labels]))
+    legend_below(fig, groups, ncol=len(POOLINGS))
+    return fig
+
+
+def plot_layers(path: Path, name: str, task: dict[str, Any], labels: list[str]) -> None:
+    """:func:`layers_figure` as a deterministic PNG."""
+    save_png(layers_figure(name, task, labels), path)
 
 
 def best_line(table: dict[str, dict[str, float]], select: dict[str, dict[str, float]], task: dict[str, Any]) -> str:

@@ -58,11 +58,11 @@ import numpy as np
 
 from hire.config import ConfigError
 from hire.data.examples import DataError, TokenExample
-from hire.figures import new_axes, pct, save_png
+from hire.figures import legend_below, new_axes, pct, save_png
 from hire.lab.checks import check_encoders, check_results_dir, results_of
 from hire.lab.encoding import WordEncoding
 from hire.options import choose_names
-from hire.probing.tables import LINE_STYLES, task_records
+from hire.probing.tables import encoder_handles, encoder_style, short_encoder, task_records
 from hire.runs import mark_output_folder
 
 RESULTS_VERSION = 1
@@ -593,29 +593,39 @@ def summary_rows(results: dict[str, Any], labels: list[str]) -> list[list[str]]:
     return rows
 
 
-def plot_tasks(path: Path, results: dict[str, Any], labels: list[str]) -> None:
-    """Test accuracy (x 100, not normalised) against the hidden state: one colour per task, one line style per
-    encoder (deterministic PNG)."""
-    fig, ax = new_axes((10, 4.5))
+def tasks_figure(results: dict[str, Any], labels: list[str]) -> Any:
+    """Test accuracy (x 100, not normalised) against the hidden state: one colour per task, one line style and
+    marker per encoder; the legend under the axes names the colours and the styles once each."""
+    from matplotlib.lines import Line2D
+
+    fig, ax = new_axes((8, 5.2))
     colours = [f"C{i}" for i in range(10)]
     most = 1
-    for t, (name, task) in enumerate(results["tasks"].items()):
+    names = list(results["tasks"])
+    for t, name in enumerate(names):
+        task = results["tasks"][name]
         for i, label in enumerate(labels):
             if label not in task["results"]:
                 continue
             layers = task["results"][label]["layers"]
             most = max(most, len(layers))
             ax.plot([c["layer"] for c in layers], [100 * c["task"][HEADLINE]["accuracy"] for c in layers],
-                    LINE_STYLES[i % len(LINE_STYLES)], marker="o", markersize=3, color=colours[t % len(colours)],
-                    label=f"{name} - {label}")
+                    markersize=4, linewidth=1.4, color=colours[t % len(colours)], **encoder_style(i))
     ax.set_xticks(range(most))
     ax.set_xlabel("hidden state (0 = embeddings)")
     ax.set_ylabel(f"{HEADLINE} token accuracy x 100")
-    ax.set_title("Token probes: accuracy by hidden state (one colour per task, one line style per encoder)",
-                 fontsize=9)
+    ax.set_title("Token probes: accuracy by hidden state", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the axes: never over a line
-    save_png(fig, path)
+    groups = [([Line2D([], [], color=colours[t % len(colours)], linewidth=3) for t in range(len(names))], names)]
+    if len(labels) > 1:
+        groups.append((encoder_handles(len(labels)), [short_encoder(x) for x in labels]))
+    legend_below(fig, groups, ncol=min(len(names), 3) if len(labels) > 1 else len(names))
+    return fig
+
+
+def plot_tasks(path: Path, results: dict[str, Any], labels: list[str]) -> None:
+    """:func:`tasks_figure` as a deterministic PNG."""
+    save_png(tasks_figure(results, labels), path)
 
 
 def write_token_report(results: dict[str, Any], out: str | Path) -> str:

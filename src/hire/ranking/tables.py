@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hire.figures import new_axes, pct, save_png, slug, write_text
+from hire.figures import MARKERS, legend_below, new_axes, pct, save_png, slug, write_text
 from hire.lab.pooling import POOLINGS
 from hire.lab.results import ResultsFormat
 from hire.probing.tables import encoder_lines, layer_means
@@ -121,15 +121,15 @@ def plot_pooling(path: Path, label: str, record: dict[str, Any], pooling: str, s
     """MAP against the hidden state for one pooling, one line per block, BM25 dashed (deterministic PNG)."""
     fig, ax = new_axes()
     layers = list(range(record["num_hidden_states"]))
-    for block in record["blocks"].values():
+    for b, block in enumerate(record["blocks"].values()):
         table = grid(block, split)
-        ax.plot(layers, [100 * table[str(j)][pooling] for j in layers], marker="o", markersize=3,
-                label=block_name(block))
+        ax.plot(layers, [100 * table[str(j)][pooling] for j in layers], marker=MARKERS[b % len(MARKERS)],
+                markersize=4, linewidth=1.4, label=block_name(block))
     finish_map_axes(fig, ax, path, bm25, layers, split, f"{label}: {split} MAP by hidden state, {pooling} pooling")
 
 
 def finish_map_axes(fig: Any, ax: Any, path: Path, bm25: float | None, layers: list[int], split: str,
-                    title: str) -> None:
+                    title: str, ncol: int = 3) -> None:
     """BM25 dashed, the axes named, the legend, and the PNG written: the end of every MAP-by-layer figure."""
     if bm25 is not None:
         ax.axhline(100 * bm25, color="black", linestyle="--", linewidth=1, label="BM25")
@@ -138,7 +138,8 @@ def finish_map_axes(fig: Any, ax: Any, path: Path, bm25: float | None, layers: l
     ax.set_ylabel(f"{split} MAP x 100")
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    handles, labels = ax.get_legend_handles_labels()
+    legend_below(fig, [(handles, labels)], ncol=ncol)
     save_png(fig, path)
 
 
@@ -161,11 +162,13 @@ def plot_encoders(path: Path, results: dict[str, Any], pooling: str, split: str)
     for c, (label, record) in enumerate(records.items()):
         for key, style in zip(compared_blocks(results), styles, strict=False):
             table, states = grid(record["blocks"][key], split), range(record["num_hidden_states"])
-            ax.plot(states, [100 * table[str(j)][pooling] for j in states], marker="o", markersize=3,
-                    color=f"C{c}", linestyle=style, label=f"{label}: {block_name(record['blocks'][key])}")
+            ax.plot(states, [100 * table[str(j)][pooling] for j in states], marker=MARKERS[c % len(MARKERS)],
+                    markersize=4, linewidth=1.4, color=f"C{c}", linestyle=style,
+                    label=f"{label}: {block_name(record['blocks'][key])}")
     layers = list(range(max(r["num_hidden_states"] for r in records.values())))
     finish_map_axes(fig, ax, path, (results.get("bm25") or {}).get(split, {}).get("map"), layers, split,
-                    f"Encoders compared: {split} MAP by hidden state, {pooling} pooling")
+                    f"Encoders compared: {split} MAP by hidden state, {pooling} pooling",
+                    ncol=len(compared_blocks(results)))
 
 
 def encoders_section(results: dict[str, Any], out: Path) -> str:
