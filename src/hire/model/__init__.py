@@ -85,7 +85,10 @@ def __getattr__(name: str) -> Any:
 
 def _load() -> None:
     """Import the names of :data:`__all__` into this module (written out, so that an exported copy's flat modules
-    are found: :func:`hire.model.sharing.flat_imports`)."""
+    are found: :func:`hire.model.sharing.flat_imports`). It names every module of the package, those whose names it
+    does not need too: transformers 4 copies into its module cache only the modules that an exported folder's
+    ``modeling_hire.py`` imports itself (5 follows the imports), and loads them all (a test in
+    tests/core/model/test_transformers.py checks that every exported module is named here)."""
     from hire.model.auto import build_model, load_model, load_ranker
     from hire.model.batch import check_batch
     from hire.model.biencoder import (
@@ -99,6 +102,11 @@ def _load() -> None:
     )
     from hire.model.choice import ChoiceOutput, HireForMultipleChoice
     from hire.model.config import CONFIG_NAME, SUBWORDS, HireConfig, check_label_names, check_num_labels, load_config
+    from hire.model.encoder import resolve_encoder
+    from hire.model.heads import HIRE
+    from hire.model.heads.base import Head
+    from hire.model.heads.baselines import LastLayer
+    from hire.model.heads.hire import hire_lite
     from hire.model.losses import (
         BI_SCALE,
         RANK_LOSSES,
@@ -108,9 +116,12 @@ def _load() -> None:
         pointwise_loss,
         scaled_cosine,
     )
+    from hire.model.optiontypes import Range
     from hire.model.ranking import HireForRanking
+    from hire.model.recurrent import gru_recurrence
     from hire.model.registry import model_class_for, model_task_types, register_model_class
     from hire.model.sequence import HireModel, ModelOutput, OutputLayer
+    from hire.model.sharing import CODE_FILES
     from hire.model.spans import HireForQuestionAnswering, SpanOutput
     from hire.model.tokenizer import TOKENIZER_FILES, load_tokenizer
     from hire.model.tokens import HireForTokenClassification, TokenOutput, word_means

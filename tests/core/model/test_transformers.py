@@ -200,6 +200,18 @@ def test_exported_code_imports_nothing_of_hire() -> None:
         flat_imports("import hire.model\n")
 
 
+def test_the_exported_entry_module_names_every_module_itself(tmp_path: Path) -> None:
+    """transformers 4 copies a folder's code into its module cache by the modules that ``modeling_hire.py``
+    imports itself, not those its imports import (5 follows them), then loads them all: a module named only
+    further down is missing there (FileNotFoundError, seen with 4.57). The exported entry module names every
+    other one, by transformers' own reading of relative imports."""
+    from transformers.dynamic_module_utils import get_relative_imports
+
+    entry = tmp_path / "modeling_hire.py"
+    entry.write_text(flat_imports((SRC / CODE_FILES["modeling_hire"]).read_text()))
+    assert set(get_relative_imports(entry)) == set(CODE_FILES) - {"modeling_hire"}
+
+
 def test_a_folder_of_another_model_is_refused(tmp_path: Path) -> None:
     """A config.json that is not a hire model's (another model type, or none) is a ValueError naming it."""
     (tmp_path / "bert").mkdir()
