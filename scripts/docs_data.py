@@ -20,6 +20,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 
 class Num(float):
     """A float that prints as the results pages write it: ``28.3``; ``x.s``: ``+0.4``; ``x.f2``: ``0.14``."""
@@ -284,6 +286,13 @@ class Experiment:
                 return {f"{part}.{k}": v for part, values in config.items() if isinstance(values, dict)
                         for k, v in values.items()}
         return {}
+
+    @property
+    def declared_seeds(self) -> int:
+        """How many seeds the experiment file (its copy, ``experiment.yaml``) declares per cell (0 where unknown)."""
+        path = self.dir / "experiment.yaml"
+        seeds = (yaml.safe_load(path.read_text()) or {}).get("seeds") if path.is_file() else None
+        return len(seeds) if isinstance(seeds, list) else 0
 
     @property
     def planned(self) -> int:
@@ -897,7 +906,7 @@ def hire_against_last_layer(experiments: dict[str, Any]) -> list[dict[str, Any]]
                     if hire.vs is None or key in seen:
                         continue
                     seen.add(key)
-                    planned = max(table.cell(other, task).n for other in table.rows)
+                    planned = max(exp.declared_seeds, *(table.cell(other, task).n for other in table.rows))
                     measuring = unfinished and hire.vs.n < planned
                     verdict = (f"no verdict: {hire.vs.n} of {planned} seeds done" if measuring
                                else hire.vs.verdict)
