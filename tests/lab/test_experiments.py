@@ -859,7 +859,8 @@ def test_example_experiment_files_load() -> None:
     assert counts == {"ablations-minilm": 70, "beyond-minilm": 125, "deepen-minilm": 96, "feature-based-minilm": 15,
                       "feature-based-glue-minilm": 18, "head-lr-minilm": 18, "lr-sweep-minilm": 18,
                       "lr-sweep-conll-minilm": 3, "lr-sweep-mpnet": 12, "precision-minilm": 12, "table1-minilm": 60,
-                      "table1-mpnet": 42, "wikiqa-minilm": 53, "ner-minilm": 20}
+                      "table1-mpnet": 42, "wikiqa-minilm": 53, "ner-minilm": 20,
+                      "codah-minilm": 20, "lr-sweep-codah-minilm": 3}
     figure2 = load_experiment(ROOT / "configs" / "experiments" / "head-lr-minilm.yaml").figure2
     assert figure2 is not None and figure2.cells["CoLA"] == tuple(  # a row picked by its head options in where
         f"CoLA__hire__score_activation=none__head_lr=None__seed{s}" for s in (1, 2, 3))

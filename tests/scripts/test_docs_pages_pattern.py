@@ -52,9 +52,12 @@ def site() -> docs_pages.Site:
 def test_finished_work_reads_as_finished(pages: dict[str, str], site: docs_pages.Site) -> None:
     """No "so far", "planned", "once ... are in" on the page of a finished grid, or on any other results page."""
     grids = [n for n, e in site.experiments.items() if isinstance(e, Experiment)]
-    assert grids and all(site.experiments[n].finished for n in grids)
+    running = {f"docs/results/{n}.md" for n in grids if not site.experiments[n].finished}  # CODAH's, for now
+    assert grids and len(running) < len(grids)
     for path, text in pages.items():
-        if path.startswith("docs/results/") or path == "README.md":
+        if path in running:  # says how many of its cells are done instead
+            assert "Unfinished grid" in text and " cells are done (" in text, path
+        elif path.startswith("docs/results/") or path == "README.md":
             assert not unfinished_words(text), (path, unfinished_words(text))
     damaged = pages["docs/results/ner-minilm.md"].replace("## The answer", "## Findings so far, once all seeds are in")
     assert unfinished_words(damaged)
